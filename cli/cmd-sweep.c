@@ -1,0 +1,11 @@
+/* cli/cmd-sweep.c: placeholder until the command is written. */
+#include "cli/cli.h"
+#include "cli/commands.h"
+
+int cmd_sweep(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    qp_cli_error("'sweep' is not implemented yet");
+    return QP_EXIT_FAIL;
+}

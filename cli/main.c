@@ -1,0 +1,64 @@
+/* cli/main.c: the qprobe command table. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cli/commands.h"
+#include "kernels/dispatch.h"
+
+#define QP_VERSION "0.1.0"
+
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"inspect", cmd_inspect, "per-tensor statistics of a checkpoint or dump"},
+    {"quantize", cmd_quantize, "post-training quantization of the weights"},
+    {"run", cmd_run, "forward pass in fp32, fake-quant or integer mode, "
+                     "capturing every tensor"},
+    {"diff", cmd_diff, "per-tensor error metrics between two dumps, worst first"},
+    {"ladder", cmd_ladder, "bisection ladder: where along a chain of dumps the "
+                           "error jumps"},
+    {"sensitivity", cmd_sensitivity, "quantize one layer at a time and rank "
+                                     "the damage"},
+    {"recipe", cmd_recipe, "search a mixed-precision recipe priced in bytes"},
+    {"sweep", cmd_sweep, "evaluate a grid of schemes into one CSV"},
+    {"report", cmd_report, "plots and an HTML page from CSV files"},
+    {"requant", cmd_requant, "device-exact requantization of int32 "
+                             "accumulators"},
+    {"kernel", cmd_kernel, "run one integer layer (conv, depthwise, fc) with "
+                           "device conventions"},
+    {"demo", cmd_demo, "the whole job on the bundled model"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: qprobe COMMAND [options]   (qprobe COMMAND --help)\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n  --version    version and the kernels chosen for this CPU\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return QP_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return QP_EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
+        printf("qprobe %s\n%s\n", QP_VERSION, qp_kern_describe());
+        return QP_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "qprobe: '%s' is not a command; see 'qprobe --help'\n", cmd);
+    return QP_EXIT_USAGE;
+}

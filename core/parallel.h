@@ -1,0 +1,26 @@
+/* core/parallel.h: a minimal parallel-for over worker threads.
+ *
+ * The thread count is QP_THREADS from the environment when set (>= 1),
+ * otherwise the number of online CPUs. No state is kept between calls. */
+#ifndef QP_CORE_PARALLEL_H
+#define QP_CORE_PARALLEL_H
+
+#include <stddef.h>
+
+/* Number of threads parallel loops use. */
+int qp_parallel_threads(void);
+
+/* Calls fn(ctx, t, nthreads) once for every t in [0, nthreads) on
+ * nthreads threads (the caller's thread runs t = 0). Each call decides its
+ * own share of the work from t. nthreads <= 0 means qp_parallel_threads().
+ * Falls back to running the shares one after another if a thread cannot be
+ * started, so the result never depends on thread creation. */
+void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                     int nthreads);
+
+/* The share [*begin, *end) of n items for thread t of nthreads, in
+ * contiguous blocks aligned to `align` items (align >= 1). */
+void qp_parallel_split(size_t n, int t, int nthreads, size_t align,
+                       size_t *begin, size_t *end);
+
+#endif

@@ -1,0 +1,585 @@
+#include "formats/dump.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/fileio.h"
+
+extern const struct qp_dump_ops qp_dump_ops_safetensors, qp_dump_ops_npz,
+    qp_dump_ops_hdf5, qp_dump_ops_npy, qp_dump_ops_pb, qp_dump_ops_onnx,
+    qp_dump_ops_npy_dir, qp_dump_ops_pb_dir, qp_dump_ops_raw_dir;
+extern const struct qp_dump_writer_ops qp_dump_writer_ops_safetensors,
+    qp_dump_writer_ops_npz, qp_dump_writer_ops_hdf5, qp_dump_writer_ops_npy,
+    qp_dump_writer_ops_pb, qp_dump_writer_ops_npy_dir, qp_dump_writer_ops_pb_dir,
+    qp_dump_writer_ops_raw_dir;
+
+static const struct {
+    const char *name;
+    const struct qp_dump_ops *reader;
+    const struct qp_dump_writer_ops *writer;
+} formats[] = {
+    [QP_DUMP_AUTO] = {"auto", NULL, NULL},
+    [QP_DUMP_SAFETENSORS] = {"safetensors", &qp_dump_ops_safetensors,
+                             &qp_dump_writer_ops_safetensors},
+    [QP_DUMP_NPZ] = {"npz", &qp_dump_ops_npz, &qp_dump_writer_ops_npz},
+    [QP_DUMP_HDF5] = {"h5", &qp_dump_ops_hdf5, &qp_dump_writer_ops_hdf5},
+    [QP_DUMP_NPY] = {"npy", &qp_dump_ops_npy, &qp_dump_writer_ops_npy},
+    [QP_DUMP_PB] = {"pb", &qp_dump_ops_pb, &qp_dump_writer_ops_pb},
+    [QP_DUMP_ONNX] = {"onnx", &qp_dump_ops_onnx, NULL},
+    [QP_DUMP_NPY_DIR] = {"npy-dir", &qp_dump_ops_npy_dir,
+                         &qp_dump_writer_ops_npy_dir},
+    [QP_DUMP_PB_DIR] = {"pb-dir", &qp_dump_ops_pb_dir, &qp_dump_writer_ops_pb_dir},
+    [QP_DUMP_RAW_DIR] = {"raw-dir", &qp_dump_ops_raw_dir,
+                         &qp_dump_writer_ops_raw_dir},
+};
+_Static_assert(sizeof formats / sizeof formats[0] == QP_DUMP_FORMAT_COUNT,
+               "formats must cover every dump format");
+
+const char *qp_dump_format_name(enum qp_dump_format f)
+{
+    return (unsigned)f < QP_DUMP_FORMAT_COUNT ? formats[f].name : "?";
+}
+
+bool qp_dump_format_from_name(const char *name, enum qp_dump_format *out)
+{
+    static const struct {
+        const char *alias;
+        enum qp_dump_format f;
+    } aliases[] = {{"hdf5", QP_DUMP_HDF5}, {"raw", QP_DUMP_RAW_DIR},
+                   {"bin", QP_DUMP_RAW_DIR}};
+    for (int f = 0; f < QP_DUMP_FORMAT_COUNT; f++)
+        if (!strcasecmp(name, formats[f].name)) {
+            *out = (enum qp_dump_format)f;
+            return true;
+        }
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (!strcasecmp(name, aliases[i].alias)) {
+            *out = aliases[i].f;
+            return true;
+        }
+    return false;
+}
+
+/* The format of an existing directory, from the files it holds. */
+static enum qp_dump_format detect_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return QP_DUMP_NPY_DIR;
+    int npy = 0, pb = 0, raw = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        npy += qp_str_ends_with(de->d_name, ".npy");
+        pb += qp_str_ends_with(de->d_name, ".pb");
+        raw += qp_str_ends_with(de->d_name, ".raw") ||
+               qp_str_ends_with(de->d_name, ".bin") ||
+               qp_str_ends_with(de->d_name, ".json");
+        if (de->d_type == DT_DIR && de->d_name[0] != '.')
+            raw++; /* device dumps nest their outputs in folders */
+    }
+    closedir(d);
+    if (npy)
+        return QP_DUMP_NPY_DIR;
+    if (pb)
+        return QP_DUMP_PB_DIR;
+    if (raw)
+        return QP_DUMP_RAW_DIR;
+    return QP_DUMP_NPY_DIR;
+}
+
+static enum qp_dump_format detect_file(const char *path)
+{
+    static const struct {
+        const char *ext;
+        enum qp_dump_format f;
+    } exts[] = {
+        {".safetensors", QP_DUMP_SAFETENSORS},
+        {".safetensors.index.json", QP_DUMP_SAFETENSORS},
+        {".npz", QP_DUMP_NPZ},   {".h5", QP_DUMP_HDF5},
+        {".hdf5", QP_DUMP_HDF5}, {".npy", QP_DUMP_NPY},
+        {".pb", QP_DUMP_PB},     {".onnx", QP_DUMP_ONNX},
+    };
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++)
+        if (qp_str_ends_with(path, exts[i].ext))
+            return exts[i].f;
+    return QP_DUMP_AUTO;
+}
+
+static int cmp_entry_name(const void *a, const void *b)
+{
+    const struct qp_tensor *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+static void dump_free(struct qp_dump *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->count; i++)
+        qp_tensor_free(d->entries[i]);
+    free(d->entries);
+    free(d->backing);
+    free(d->path);
+    free(d);
+}
+
+enum qp_status qp_dump_open(const char *path, enum qp_dump_format format,
+                            struct qp_dump **out, struct qp_error *err)
+{
+    *out = NULL;
+    if (format == QP_DUMP_AUTO) {
+        if (qp_is_dir(path))
+            format = detect_dir(path);
+        else
+            format = detect_file(path);
+    }
+    if (format == QP_DUMP_AUTO)
+        return qp_fail(err, QP_E_UNSUPPORTED,
+                       "'%s': unknown dump format (expected .safetensors, .npz, "
+                       ".h5, .npy, .pb, .onnx or a directory)", path);
+    if ((unsigned)format >= QP_DUMP_FORMAT_COUNT || !formats[format].reader)
+        return qp_fail(err, QP_E_INVAL, "'%s': invalid dump format", path);
+    struct qp_dump *d = calloc(1, sizeof *d);
+    if (!d || !(d->path = strdup(path))) {
+        free(d);
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
+    d->ops = formats[format].reader;
+    d->format = format;
+    enum qp_status st = d->ops->open(d, err);
+    if (st) {
+        if (d->ops->close)
+            d->ops->close(d);
+        dump_free(d);
+        return st;
+    }
+    /* refuse duplicate names: a dump maps names to tensors */
+    if (d->count > 1) {
+        struct qp_tensor **s = malloc(d->count * sizeof *s);
+        if (!s) {
+            qp_dump_close(d);
+            return qp_fail(err, QP_E_NOMEM, "out of memory");
+        }
+        memcpy(s, d->entries, d->count * sizeof *s);
+        qsort(s, d->count, sizeof *s, cmp_entry_name);
+        for (size_t i = 1; i < d->count; i++)
+            if (!strcmp(s[i - 1]->name, s[i]->name)) {
+                st = qp_fail(err, QP_E_FORMAT,
+                             "'%s': tensor name '%s' appears twice", path,
+                             s[i]->name);
+                break;
+            }
+        free(s);
+        if (st) {
+            qp_dump_close(d);
+            return st;
+        }
+    }
+    *out = d;
+    return QP_OK;
+}
+
+long qp_dump_find(const struct qp_dump *d, const char *name)
+{
+    for (size_t i = 0; i < d->count; i++)
+        if (!strcmp(d->entries[i]->name, name))
+            return (long)i;
+    return -1;
+}
+
+static size_t backing_of(const struct qp_dump *d, size_t i)
+{
+    return d->backing ? d->backing[i] : i;
+}
+
+enum qp_status qp_dump_load(struct qp_dump *d, size_t i, struct qp_tensor **out,
+                            struct qp_error *err)
+{
+    *out = NULL;
+    if (i >= d->count)
+        return qp_fail(err, QP_E_INVAL, "'%s': entry %zu out of range", d->path, i);
+    const struct qp_tensor *e = d->entries[i];
+    struct qp_tensor *t;
+    enum qp_status st = d->ops->load(d, backing_of(d, i), &t, err);
+    if (st)
+        return st;
+    if (!qp_shape_equal(t->ndim, t->shape, e->ndim, e->shape) ||
+        t->dtype != e->dtype) {
+        qp_tensor_free(t);
+        return qp_fail(err, QP_E_FORMAT,
+                       "'%s': tensor '%s' changed between listing and loading",
+                       d->path, e->name);
+    }
+    if (strcmp(t->name, e->name))
+        st = qp_tensor_rename(t, e->name, err);
+    if (!st && e->qp && !t->qp)
+        st = qp_tensor_set_qparams(t, e->qp->count, e->qp->scale,
+                                   e->qp->zero_point, e->qp->axis,
+                                   e->qp->block_size, err);
+    if (!st && e->layout && !t->layout)
+        st = qp_tensor_set_layout(t, e->layout, err);
+    if (st) {
+        qp_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return QP_OK;
+}
+
+void qp_dump_close(struct qp_dump *d)
+{
+    if (!d)
+        return;
+    if (d->ops && d->ops->close)
+        d->ops->close(d);
+    dump_free(d);
+}
+
+bool qp_qparams_infer(int ndim, const int64_t *shape, int sndim,
+                      const int64_t *sshape, int *axis, int64_t *block_size)
+{
+    int64_t sn = 1;
+    for (int i = 0; i < sndim; i++)
+        sn *= sshape[i];
+    *block_size = 0;
+    if (sn == 1) {
+        *axis = -1;
+        return true;
+    }
+    if (sndim == 1) {
+        for (int a = 0; a < ndim; a++)
+            if (shape[a] == sshape[0]) {
+                *axis = a;
+                return true;
+            }
+        return false;
+    }
+    if (sndim != ndim)
+        return false;
+    /* broadcast form [1,..,C,..,1] */
+    int big = -1, nbig = 0;
+    for (int a = 0; a < ndim; a++)
+        if (sshape[a] != 1) {
+            big = a;
+            nbig++;
+        }
+    if (nbig == 1 && sshape[big] == shape[big]) {
+        *axis = big;
+        return true;
+    }
+    /* blocked: the tensor's shape with one dim divided into blocks */
+    int found = -1;
+    for (int a = 0; a < ndim; a++) {
+        if (sshape[a] == shape[a])
+            continue;
+        if (found >= 0 || sshape[a] <= 0 || sshape[a] > shape[a])
+            return false;
+        found = a;
+    }
+    if (found < 0) { /* every dim equal: blocks of 1 along the last axis */
+        *axis = ndim - 1;
+        *block_size = 1;
+        return true;
+    }
+    int64_t b = (shape[found] + sshape[found] - 1) / sshape[found];
+    if ((shape[found] + b - 1) / b != sshape[found])
+        return false;
+    *axis = found;
+    *block_size = b;
+    return true;
+}
+
+struct name_idx {
+    const char *name;
+    size_t idx;
+};
+
+static int cmp_name_idx(const void *a, const void *b)
+{
+    return strcmp(((const struct name_idx *)a)->name,
+                  ((const struct name_idx *)b)->name);
+}
+
+static long lookup(const struct name_idx *v, size_t n, const char *name)
+{
+    struct name_idx key = {name, 0};
+    const struct name_idx *r = bsearch(&key, v, n, sizeof *v, cmp_name_idx);
+    return r ? (long)r->idx : -1;
+}
+
+/* Attaches the companions scale (and zp) to descriptor e. */
+static enum qp_status attach(struct qp_dump *d, struct qp_tensor *e,
+                             size_t si, long zi, struct qp_error *err)
+{
+    struct qp_tensor *s = NULL, *z = NULL;
+    float *sv = NULL;
+    int32_t *zv = NULL;
+    enum qp_status st = d->ops->load(d, backing_of(d, si), &s, err);
+    if (!st && zi >= 0)
+        st = d->ops->load(d, backing_of(d, (size_t)zi), &z, err);
+    if (st)
+        goto out;
+    int axis;
+    int64_t block;
+    size_t n = qp_tensor_numel(s);
+    if (!qp_qparams_infer(e->ndim, e->shape, s->ndim, s->shape, &axis, &block) ||
+        (z && !qp_shape_equal(s->ndim, s->shape, z->ndim, z->shape))) {
+        char a[96], b[96];
+        qp_shape_str(e->ndim, e->shape, a, sizeof a);
+        qp_shape_str(s->ndim, s->shape, b, sizeof b);
+        st = qp_fail(err, QP_E_SHAPE,
+                     "'%s': scale of '%s' has shape %s, which fits no axis of %s%s",
+                     d->path, e->name, b, a,
+                     z ? " (or its zero_point has another shape)" : "");
+        goto out;
+    }
+    sv = malloc(n * sizeof *sv + 1);
+    zv = z ? malloc(n * sizeof *zv + 1) : NULL;
+    if (!sv || (z && !zv)) {
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
+        goto out;
+    }
+    qp_tensor_read_f32(s, 0, n, sv);
+    for (size_t k = 0; z && k < n; k++) {
+        float v;
+        qp_tensor_read_f32(z, k, 1, &v);
+        zv[k] = (int32_t)v;
+    }
+    st = qp_tensor_set_qparams(e, n, sv, zv, axis, block, err);
+out:
+    free(sv);
+    free(zv);
+    qp_tensor_free(s);
+    qp_tensor_free(z);
+    return st;
+}
+
+enum qp_status qp_dump_attach_companions(struct qp_dump *d, struct qp_error *err)
+{
+    size_t n = d->count;
+    if (n < 2)
+        return QP_OK;
+    struct name_idx *v = malloc(n * sizeof *v);
+    bool *hide = calloc(n, sizeof *hide);
+    if (!v || !hide) {
+        free(v);
+        free(hide);
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = (struct name_idx){d->entries[i]->name, i};
+    qsort(v, n, sizeof *v, cmp_name_idx);
+    enum qp_status st = QP_OK;
+    for (size_t i = 0; i < n && !st; i++) {
+        struct qp_tensor *e = d->entries[i];
+        if (!qp_dtype_is_int(e->dtype) || e->qp)
+            continue;
+        size_t len = strlen(e->name);
+        char *key = malloc(len + sizeof ".zero_point");
+        if (!key) {
+            st = qp_fail(err, QP_E_NOMEM, "out of memory");
+            break;
+        }
+        memcpy(key, e->name, len);
+        strcpy(key + len, ".scale");
+        long si = lookup(v, n, key);
+        strcpy(key + len, ".zero_point");
+        long zi = lookup(v, n, key);
+        free(key);
+        if (si < 0 || !qp_dtype_traits(d->entries[si]->dtype)->is_float)
+            continue;
+        if (zi >= 0 && !qp_dtype_is_int(d->entries[zi]->dtype))
+            zi = -1;
+        st = attach(d, e, (size_t)si, zi, err);
+        hide[si] = true;
+        if (zi >= 0)
+            hide[zi] = true;
+    }
+    if (!st) {
+        size_t *backing = malloc(n * sizeof *backing);
+        if (!backing) {
+            st = qp_fail(err, QP_E_NOMEM, "out of memory");
+        } else {
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (hide[i]) {
+                    qp_tensor_free(d->entries[i]);
+                    continue;
+                }
+                backing[k] = backing_of(d, i);
+                d->entries[k++] = d->entries[i];
+            }
+            free(d->backing);
+            d->backing = backing;
+            d->count = k;
+        }
+    }
+    free(v);
+    free(hide);
+    return st;
+}
+
+/* ---- writing ----------------------------------------------------------- */
+
+enum qp_status qp_dump_writer_open(const char *path, enum qp_dump_format format,
+                                   struct qp_dump_writer **out,
+                                   struct qp_error *err)
+{
+    *out = NULL;
+    if (format == QP_DUMP_AUTO) {
+        format = detect_file(path);
+        if (format == QP_DUMP_AUTO || format == QP_DUMP_NPY)
+            format = QP_DUMP_NPY_DIR;
+        if (format == QP_DUMP_PB)
+            format = QP_DUMP_PB_DIR;
+    }
+    if ((unsigned)format >= QP_DUMP_FORMAT_COUNT || !formats[format].writer)
+        return qp_fail(err, QP_E_UNSUPPORTED, "'%s': cannot write %s dumps",
+                       path, qp_dump_format_name(format));
+    struct qp_dump_writer *w = calloc(1, sizeof *w);
+    if (!w || !(w->path = strdup(path))) {
+        free(w);
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
+    w->ops = formats[format].writer;
+    w->format = format;
+    enum qp_status st = w->ops->open(w, err);
+    if (st) {
+        free(w->path);
+        free(w);
+        return st;
+    }
+    *out = w;
+    return QP_OK;
+}
+
+static void writer_free(struct qp_dump_writer *w)
+{
+    for (size_t i = 0; i < w->count; i++)
+        free(w->names[i]);
+    free(w->names);
+    free(w->path);
+    free(w);
+}
+
+enum qp_status qp_dump_writer_add(struct qp_dump_writer *w,
+                                  const struct qp_tensor *t,
+                                  struct qp_error *err)
+{
+    for (size_t i = 0; i < w->count; i++)
+        if (!strcmp(w->names[i], t->name))
+            return qp_fail(err, QP_E_INVAL, "'%s': tensor name '%s' added twice",
+                           w->path, t->name);
+    if (!t->data && t->nbytes)
+        return qp_fail(err, QP_E_INVAL, "'%s': tensor '%s' has no data", w->path,
+                       t->name);
+    if (w->count == w->cap) {
+        size_t cap = w->cap ? w->cap * 2 : 64;
+        char **nn = realloc(w->names, cap * sizeof *nn);
+        if (!nn)
+            return qp_fail(err, QP_E_NOMEM, "out of memory");
+        w->names = nn;
+        w->cap = cap;
+    }
+    char *name = strdup(t->name);
+    if (!name)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    enum qp_status st = w->ops->add(w, t, err);
+    if (st) {
+        free(name);
+        return st;
+    }
+    w->names[w->count++] = name;
+    return QP_OK;
+}
+
+enum qp_status qp_dump_writer_commit(struct qp_dump_writer *w,
+                                     struct qp_error *err)
+{
+    enum qp_status st = w->ops->commit(w, err);
+    writer_free(w);
+    return st;
+}
+
+void qp_dump_writer_abort(struct qp_dump_writer *w)
+{
+    if (!w)
+        return;
+    w->ops->abort(w);
+    writer_free(w);
+}
+
+/* Candidate companion shapes for q, in order of preference. */
+static int companion_shapes(const struct qp_tensor *t, const struct qp_qparams *q,
+                            int ndims[3], int64_t shapes[3][QP_MAX_DIMS])
+{
+    int n = 0;
+    if (q->axis < 0) {
+        ndims[n] = 1;
+        shapes[n++][0] = 1;
+        return n;
+    }
+    if (q->block_size == 0) {
+        ndims[n] = 1;
+        shapes[n++][0] = (int64_t)q->count;
+        ndims[n] = t->ndim;
+        for (int i = 0; i < t->ndim; i++)
+            shapes[n][i] = i == q->axis ? t->shape[i] : 1;
+        n++;
+        return n;
+    }
+    ndims[n] = t->ndim;
+    for (int i = 0; i < t->ndim; i++)
+        shapes[n][i] = i == q->axis
+            ? (t->shape[i] + q->block_size - 1) / q->block_size : t->shape[i];
+    return n + 1;
+}
+
+enum qp_status qp_dump_companions(const struct qp_tensor *t,
+                                  struct qp_tensor **scale,
+                                  struct qp_tensor **zp, struct qp_error *err)
+{
+    *scale = *zp = NULL;
+    const struct qp_qparams *q = t->qp;
+    int ndims[3], pick = -1;
+    int64_t shapes[3][QP_MAX_DIMS];
+    int n = companion_shapes(t, q, ndims, shapes);
+    for (int c = 0; c < n && pick < 0; c++) {
+        int axis;
+        int64_t block;
+        if (qp_qparams_infer(t->ndim, t->shape, ndims[c], shapes[c], &axis,
+                             &block) &&
+            axis == q->axis && block == q->block_size)
+            pick = c;
+    }
+    if (pick < 0)
+        return qp_fail(err, QP_E_UNSUPPORTED,
+                       "tensor '%s': quantization axis %d block %lld cannot be "
+                       "written as companion tensors unambiguously", t->name,
+                       q->axis, (long long)q->block_size);
+    size_t len = strlen(t->name);
+    char *name = malloc(len + sizeof ".zero_point");
+    if (!name)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    snprintf(name, len + sizeof ".zero_point", "%s.scale", t->name);
+    enum qp_status st = qp_tensor_new(name, QP_DTYPE_F32, ndims[pick],
+                                      shapes[pick], scale, err);
+    if (!st && q->zero_point) {
+        snprintf(name, len + sizeof ".zero_point", "%s.zero_point", t->name);
+        st = qp_tensor_new(name, QP_DTYPE_I32, ndims[pick], shapes[pick], zp,
+                           err);
+    }
+    free(name);
+    if (st) {
+        qp_tensor_free(*scale);
+        *scale = NULL;
+        return st;
+    }
+    memcpy((*scale)->data, q->scale, q->count * sizeof(float));
+    if (*zp)
+        memcpy((*zp)->data, q->zero_point, q->count * sizeof(int32_t));
+    return QP_OK;
+}

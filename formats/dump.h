@@ -1,0 +1,194 @@
+/* formats/dump.h: a dump is a set of named tensors in one of several
+ * containers. Readers list every entry up front (descriptors: name, dtype,
+ * shape, quantization parameters, layout) and load one tensor at a time, so
+ * a consumer can stream a dump whose size exceeds memory.
+ *
+ * Containers (DESIGN.md §4 "Dumps"):
+ *   FILE.safetensors   (also a sharded "model.safetensors.index.json")
+ *   FILE.npz           stored or deflated members
+ *   FILE.h5 / .hdf5    one dataset per tensor, attributes scale/zero_point/axis
+ *   FILE.npy / FILE.pb a single tensor
+ *   FILE.onnx          the model's initializers (read-only)
+ *   DIR/               *.npy files, ONNX TensorProto *.pb files, or *.raw /
+ *                      *.bin files with JSON sidecars
+ *
+ * Quantization parameters travel with their tensor: HDF5 as dataset
+ * attributes, raw directories in the sidecar, and for containers without
+ * per-tensor metadata (safetensors, npz, npy directories) as companion
+ * tensors "NAME.scale" (f32) and "NAME.zero_point" (i32) beside an integer
+ * tensor NAME. Readers attach companions to their tensor and hide them from
+ * the listing (qp_dump_attach_companions); writers emit them. */
+#ifndef QP_FORMATS_DUMP_H
+#define QP_FORMATS_DUMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/tensor.h"
+
+enum qp_dump_format {
+    QP_DUMP_AUTO = 0,    /* from the path: extension, or a directory's files */
+    QP_DUMP_SAFETENSORS,
+    QP_DUMP_NPZ,
+    QP_DUMP_HDF5,
+    QP_DUMP_NPY,         /* one tensor */
+    QP_DUMP_PB,          /* one ONNX TensorProto */
+    QP_DUMP_ONNX,        /* model initializers, read-only */
+    QP_DUMP_NPY_DIR,
+    QP_DUMP_PB_DIR,
+    QP_DUMP_RAW_DIR,
+    QP_DUMP_FORMAT_COUNT
+};
+
+struct qp_dump;
+
+/* A backend. open fills d->entries / d->count (descriptors, owned by the
+ * dump) and may keep private state in d->impl; load returns a new tensor
+ * for entry i (data owned or borrowed from a mapping; the caller frees it);
+ * close releases impl. Entries hidden by qp_dump_attach_companions are
+ * removed from the listing, so load receives indices into d->backing. */
+struct qp_dump_ops {
+    const char *name;
+    enum qp_status (*open)(struct qp_dump *d, struct qp_error *err);
+    enum qp_status (*load)(struct qp_dump *d, size_t backing_index,
+                           struct qp_tensor **out, struct qp_error *err);
+    void (*close)(struct qp_dump *d);
+};
+
+struct qp_dump {
+    const struct qp_dump_ops *ops;
+    enum qp_dump_format format;
+    char *path;
+    struct qp_tensor **entries; /* listing shown to users, owned */
+    size_t *backing;            /* entries[i] is backend entry backing[i] */
+    size_t count;
+    void *impl;                 /* backend state */
+};
+
+/* Opens path as a dump (format QP_DUMP_AUTO detects it). *out belongs to
+ * the caller (qp_dump_close). Errors name the path. */
+enum qp_status qp_dump_open(const char *path, enum qp_dump_format format,
+                            struct qp_dump **out, struct qp_error *err);
+
+static inline size_t qp_dump_count(const struct qp_dump *d) { return d->count; }
+
+/* Descriptor of entry i (data NULL), borrowed from the dump. */
+static inline const struct qp_tensor *qp_dump_entry(const struct qp_dump *d,
+                                                    size_t i)
+{
+    return d->entries[i];
+}
+
+/* Index of the entry named name, or -1. */
+long qp_dump_find(const struct qp_dump *d, const char *name);
+
+/* Loads entry i with its data and quantization parameters. *out belongs to
+ * the caller. */
+enum qp_status qp_dump_load(struct qp_dump *d, size_t i, struct qp_tensor **out,
+                            struct qp_error *err);
+
+void qp_dump_close(struct qp_dump *d);
+
+/* For backends: called at the end of open, after the backend filled
+ * d->entries with all its tensors (d->backing may be NULL: identity). For
+ * every integer entry NAME with an f32/f16/f64 entry NAME.scale (and
+ * optionally an integer entry NAME.zero_point), loads the companions,
+ * infers axis and block size from the scale's shape (see
+ * qp_qparams_infer), attaches them to the descriptor, and removes the
+ * companions from the listing. Loaded tensors get the descriptor's
+ * parameters in qp_dump_load. */
+enum qp_status qp_dump_attach_companions(struct qp_dump *d,
+                                         struct qp_error *err);
+
+/* Infers (axis, block_size) for a tensor of shape `shape` from the shape of
+ * its scale tensor, first rule that applies:
+ *   1 element                              -> per-tensor (-1, 0)
+ *   1-D of length shape[a]                 -> per-axis, the first such a
+ *   same rank, all 1 but dim a = shape[a]  -> per-axis a ([1,C,1,1] form)
+ *   same rank, all equal but dim a = s     -> blocked along a, block
+ *                                             ceil(shape[a]/s), which must
+ *                                             give back s
+ *   same rank, all equal                   -> blocks of 1 on the last axis
+ * Returns false when the shapes are not compatible. */
+bool qp_qparams_infer(int ndim, const int64_t *shape, int sndim,
+                      const int64_t *sshape, int *axis, int64_t *block_size);
+
+/* ---- writing ----------------------------------------------------------- */
+
+struct qp_dump_writer;
+
+struct qp_dump_writer_ops {
+    const char *name;
+    enum qp_status (*open)(struct qp_dump_writer *w, struct qp_error *err);
+    enum qp_status (*add)(struct qp_dump_writer *w, const struct qp_tensor *t,
+                          struct qp_error *err);
+    enum qp_status (*commit)(struct qp_dump_writer *w, struct qp_error *err);
+    void (*abort)(struct qp_dump_writer *w);
+};
+
+struct qp_dump_writer {
+    const struct qp_dump_writer_ops *ops;
+    enum qp_dump_format format;
+    char *path;
+    void *impl;
+    char **names; /* names added so far, to refuse duplicates */
+    size_t count, cap;
+};
+
+/* Starts writing a dump at path; nothing appears at path until commit.
+ * QP_DUMP_AUTO picks the format from the extension (.safetensors, .npz,
+ * .h5/.hdf5); a path without one of those (or ending in '/') is an npy
+ * directory. */
+enum qp_status qp_dump_writer_open(const char *path, enum qp_dump_format format,
+                                   struct qp_dump_writer **out,
+                                   struct qp_error *err);
+
+/* Adds a tensor (copied or written through immediately; the caller keeps
+ * ownership of t). Duplicate names are refused. */
+enum qp_status qp_dump_writer_add(struct qp_dump_writer *w,
+                                  const struct qp_tensor *t,
+                                  struct qp_error *err);
+
+/* Finishes the dump and renames it into place; frees w. */
+enum qp_status qp_dump_writer_commit(struct qp_dump_writer *w,
+                                     struct qp_error *err);
+
+/* Drops everything written; frees w. NULL is ignored. */
+void qp_dump_writer_abort(struct qp_dump_writer *w);
+
+/* Parses a format name ("safetensors", "npz", "h5", "npy", "pb", "raw",
+ * "onnx", "npy-dir", "pb-dir", "raw-dir"). */
+bool qp_dump_format_from_name(const char *name, enum qp_dump_format *out);
+const char *qp_dump_format_name(enum qp_dump_format f);
+
+/* For writers without native quantization metadata: builds the companion
+ * tensors of a quantized tensor t: NAME.scale (f32) and NAME.zero_point
+ * (i32, only when t's zero points are non-NULL), in the first shape that
+ * qp_qparams_infer reads back as t's axis and block size: [1] per-tensor;
+ * [C] or [1,..,C,..,1] per-axis; t's shape with the axis dim replaced by the
+ * block count when blocked. QP_E_UNSUPPORTED when no shape is unambiguous.
+ * *scale and *zp belong to the caller; *zp may be NULL. */
+enum qp_status qp_dump_companions(const struct qp_tensor *t,
+                                  struct qp_tensor **scale,
+                                  struct qp_tensor **zp, struct qp_error *err);
+
+
+
+/* ---- helpers for directory backends (formats/dump-npy.c) ---------------- */
+
+/* malloc'd file name for a tensor name: bytes outside [A-Za-z0-9._-] (and
+ * a leading '.') become %XX, then ext is appended. */
+char *qp_dump_escape_name(const char *name, const char *ext);
+
+/* Decodes %XX escapes in place. */
+void qp_dump_unescape_name(char *s);
+
+/* Files ending in ext below root (up to 8 levels, hidden entries skipped),
+ * relative to root: first in the order of root/.qprobe-order, then the
+ * rest in natural order. *files (each entry and the array) belongs to the
+ * caller. */
+enum qp_status qp_dump_scan_dir(const char *root, const char *ext,
+                                char ***files, size_t *count,
+                                struct qp_error *err);
+
+#endif

@@ -1,0 +1,5 @@
+/* formats/safetensors.c: placeholder until the backend is written. */
+#include "formats/dump-stub.h"
+
+QP_DUMP_STUB_READER(qp_dump_ops_safetensors, "safetensors");
+QP_DUMP_STUB_WRITER(qp_dump_writer_ops_safetensors, "safetensors");

@@ -1,0 +1,256 @@
+/* Unit tests of core/: dtype traits, half/bf16/f8 conversions, tensors,
+ * quantization-parameter reads, permutation, atomic outputs. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/dtype.h"
+#include "core/fileio.h"
+#include "core/half.h"
+#include "core/outfile.h"
+#include "core/parallel.h"
+#include "core/tensor.h"
+#include "tests/test.h"
+
+static uint32_t bits(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    return x;
+}
+
+static float fbits(uint32_t x)
+{
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+QP_TEST(f16_roundtrip_all_values)
+{
+    /* every f16 widens exactly and narrows back to itself (NaNs stay NaN) */
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = qp_f16_to_f32((uint16_t)h);
+        uint16_t back = qp_f32_to_f16(f);
+        bool nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+        if (nan)
+            CHECK(isnan(f) && (back & 0x7c00) == 0x7c00 && (back & 0x3ff));
+        else if (back != h)
+            qp_test_failf(ctx, __FILE__, __LINE__, "f16 0x%04x -> %a -> 0x%04x",
+                          h, f, back);
+    }
+}
+
+QP_TEST(f16_known_values_and_ties)
+{
+    CHECK_INT(qp_f32_to_f16(1.0f), 0x3c00);
+    CHECK_INT(qp_f32_to_f16(-2.0f), 0xc000);
+    CHECK_INT(qp_f32_to_f16(65504.0f), 0x7bff);
+    CHECK_INT(qp_f32_to_f16(65519.99f), 0x7bff);
+    CHECK_INT(qp_f32_to_f16(65520.0f), 0x7c00);   /* tie rounds to even: inf */
+    CHECK_INT(qp_f32_to_f16(INFINITY), 0x7c00);
+    CHECK_INT(qp_f32_to_f16(-0.0f), 0x8000);
+    CHECK_INT(qp_f32_to_f16(0x1p-24f), 0x0001);   /* smallest subnormal */
+    CHECK_INT(qp_f32_to_f16(0x1p-25f), 0x0000);   /* tie between 0 and 1: even */
+    CHECK_INT(qp_f32_to_f16(0x1.8p-24f), 0x0002); /* tie 1.5 -> 2 */
+    CHECK_INT(qp_f32_to_f16(0x1.000002p-25f), 0x0001); /* just above the tie */
+    /* 1 + 2^-11 is a tie between 1 and 1+2^-10: even mantissa (1.0) */
+    CHECK_INT(qp_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);
+    /* 1 + 3*2^-11 is a tie between 1+2^-10 and 1+2^-9: even is 1+2^-9 */
+    CHECK_INT(qp_f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);
+    CHECK_INT(qp_f32_to_f16(0x1.ffcp-15f), 0x0400); /* tie: rounds up to 2^-14 */
+    CHECK(isnan(qp_f16_to_f32(qp_f32_to_f16(NAN))));
+    CHECK_NEAR(qp_f16_to_f32(0x0001), 0x1p-24, 0);
+    CHECK_NEAR(qp_f16_to_f32(0x3555), 0.333251953125, 0);
+}
+
+QP_TEST(bf16_rounding)
+{
+    CHECK_INT(qp_f32_to_bf16(1.0f), 0x3f80);
+    /* 1 + 2^-8 is a tie: even (1.0); 1 + 3*2^-8 ties up to 1 + 2^-6 */
+    CHECK_INT(qp_f32_to_bf16(fbits(0x3f808000)), 0x3f80);
+    CHECK_INT(qp_f32_to_bf16(fbits(0x3f818000)), 0x3f82);
+    CHECK_INT(qp_f32_to_bf16(fbits(0x3f808001)), 0x3f81);
+    CHECK_INT(qp_f32_to_bf16(fbits(0x7f7fffff)), 0x7f80); /* max rounds to inf */
+    CHECK_INT(qp_f32_to_bf16(-INFINITY), 0xff80);
+    CHECK(isnan(qp_bf16_to_f32(qp_f32_to_bf16(NAN))));
+    CHECK_INT(bits(qp_bf16_to_f32(0x0001)), 0x00010000); /* subnormal kept */
+}
+
+QP_TEST(f8_decoding)
+{
+    CHECK_NEAR(qp_f8e4m3_to_f32(0x38), 1.0, 0);
+    CHECK_NEAR(qp_f8e4m3_to_f32(0x7e), 448.0, 0);
+    CHECK(isnan(qp_f8e4m3_to_f32(0x7f)));
+    CHECK_NEAR(qp_f8e4m3_to_f32(0x01), 0x1p-9, 0);
+    CHECK_NEAR(qp_f8e4m3_to_f32(0xb8), -1.0, 0);
+    CHECK_NEAR(qp_f8e5m2_to_f32(0x3c), 1.0, 0);
+    CHECK(isinf(qp_f8e5m2_to_f32(0x7c)));
+    CHECK_NEAR(qp_f8e5m2_to_f32(0x7b), 57344.0, 0);
+}
+
+QP_TEST(dtype_names_and_sizes)
+{
+    enum qp_dtype d;
+    CHECK(qp_dtype_from_name("float32", &d) && d == QP_DTYPE_F32);
+    CHECK(qp_dtype_from_name("UINT8", &d) && d == QP_DTYPE_U8);
+    CHECK(qp_dtype_from_name("bf16", &d) && d == QP_DTYPE_BF16);
+    CHECK(!qp_dtype_from_name("complex64", &d));
+    size_t n;
+    CHECK(qp_dtype_bytes(QP_DTYPE_I4, 7, &n) && n == 4);
+    CHECK(qp_dtype_bytes(QP_DTYPE_F64, 3, &n) && n == 24);
+    CHECK(!qp_dtype_bytes(QP_DTYPE_F64, SIZE_MAX / 4, &n));
+}
+
+QP_TEST(shape_checks_refuse_overflow)
+{
+    struct qp_error err;
+    size_t nb;
+    int64_t huge[3] = {1ll << 40, 1ll << 40, 4};
+    CHECK_FAILS(qp_shape_check("t", QP_DTYPE_F32, 3, huge, &nb, &err),
+                QP_E_OVERFLOW, &err, "overflows");
+    int64_t neg[2] = {2, -1};
+    CHECK_FAILS(qp_shape_check("t", QP_DTYPE_F32, 2, neg, &nb, &err),
+                QP_E_FORMAT, &err, "negative");
+    int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    CHECK_FAILS(qp_shape_check("t", QP_DTYPE_F32, 9, nine, &nb, &err),
+                QP_E_UNSUPPORTED, &err, "at most 8");
+    int64_t ok[2] = {0, 5};
+    CHECK_OK(qp_shape_check("t", QP_DTYPE_F32, 2, ok, &nb, &err), &err);
+    CHECK_INT(nb, 0);
+}
+
+QP_TEST(read_f32_dequantizes_per_tensor_axis_and_blocks)
+{
+    struct qp_error err;
+    struct qp_tensor *t;
+    int64_t shape[2] = {2, 5};
+    REQUIRE_OK(qp_tensor_new("w", QP_DTYPE_I8, 2, shape, &t, &err), &err);
+    int8_t *q = t->data;
+    for (int i = 0; i < 10; i++)
+        q[i] = (int8_t)(i - 4);
+    float out[10];
+
+    float s1 = 0.5f;
+    int32_t z1 = 2;
+    REQUIRE_OK(qp_tensor_set_qparams(t, 1, &s1, &z1, -1, 0, &err), &err);
+    qp_tensor_read_f32(t, 0, 10, out);
+    for (int i = 0; i < 10; i++)
+        CHECK_NEAR(out[i], 0.5 * (i - 4 - 2), 0);
+
+    float s2[2] = {1.0f, 0.25f};
+    REQUIRE_OK(qp_tensor_set_qparams(t, 2, s2, NULL, 0, 0, &err), &err);
+    qp_tensor_read_f32(t, 3, 7, out); /* from the middle of row 0 */
+    for (int k = 0; k < 7; k++) {
+        int i = 3 + k;
+        CHECK_NEAR(out[k], s2[i / 5] * (i - 4), 0);
+    }
+
+    /* blocks of 2 along axis 1: 3 blocks per row, the last one partial */
+    float s3[6] = {1, 2, 3, 4, 5, 6};
+    int32_t z3[6] = {0, 1, 0, -1, 0, 1};
+    REQUIRE_OK(qp_tensor_set_qparams(t, 6, s3, z3, 1, 2, &err), &err);
+    qp_tensor_read_f32(t, 1, 9, out);
+    for (int k = 0; k < 9; k++) {
+        int i = 1 + k, r = i / 5, c = i % 5, j = r * 3 + c / 2;
+        CHECK_NEAR(out[k], s3[j] * (i - 4 - z3[j]), 0);
+    }
+    CHECK_FAILS(qp_tensor_set_qparams(t, 5, s3, NULL, 1, 2, &err), QP_E_SHAPE,
+                &err, "needs 6");
+    qp_tensor_free(t);
+}
+
+QP_TEST(read_f32_packed_int4)
+{
+    struct qp_error err;
+    struct qp_tensor *t;
+    int64_t shape[1] = {5};
+    REQUIRE_OK(qp_tensor_new("p", QP_DTYPE_I4, 1, shape, &t, &err), &err);
+    CHECK_INT(t->nbytes, 3);
+    uint8_t *p = t->data;
+    p[0] = 0x8f; /* e0 = 0xf = -1, e1 = 0x8 = -8 */
+    p[1] = 0x70; /* e2 = 0, e3 = 7 */
+    p[2] = 0x03; /* e4 = 3 */
+    float out[5];
+    qp_tensor_read_f32(t, 0, 5, out);
+    CHECK_NEAR(out[0], -1, 0);
+    CHECK_NEAR(out[1], -8, 0);
+    CHECK_NEAR(out[2], 0, 0);
+    CHECK_NEAR(out[3], 7, 0);
+    CHECK_NEAR(out[4], 3, 0);
+    qp_tensor_free(t);
+}
+
+QP_TEST(permute_nchw_to_nhwc)
+{
+    struct qp_error err;
+    struct qp_tensor *t, *u;
+    int64_t shape[4] = {1, 3, 2, 4};
+    REQUIRE_OK(qp_tensor_new("x", QP_DTYPE_F32, 4, shape, &t, &err), &err);
+    float *x = t->data;
+    for (int i = 0; i < 24; i++)
+        x[i] = (float)i;
+    int perm[4] = {0, 2, 3, 1};
+    REQUIRE_OK(qp_tensor_permute(t, perm, &u, &err), &err);
+    CHECK_INT(u->shape[1], 2);
+    CHECK_INT(u->shape[3], 3);
+    const float *y = u->data;
+    for (int h = 0; h < 2; h++)
+        for (int w = 0; w < 4; w++)
+            for (int c = 0; c < 3; c++)
+                CHECK_NEAR(y[(h * 4 + w) * 3 + c], x[(c * 2 + h) * 4 + w], 0);
+    qp_tensor_free(t);
+    qp_tensor_free(u);
+}
+
+QP_TEST(outfile_is_atomic)
+{
+    struct qp_error err;
+    char *path = qp_test_path(ctx, "out.txt");
+    struct qp_outfile *of;
+    REQUIRE_OK(qp_outfile_open(path, &of, &err), &err);
+    fputs("partial", of->fp);
+    CHECK(access(path, F_OK) != 0); /* nothing at the final name yet */
+    qp_outfile_abort(of);
+    CHECK(access(path, F_OK) != 0);
+    REQUIRE_OK(qp_outfile_open(path, &of, &err), &err);
+    fputs("whole", of->fp);
+    REQUIRE_OK(qp_outfile_commit(of, &err), &err);
+    char *text;
+    REQUIRE_OK(qp_read_file(path, 1 << 20, &text, NULL, &err), &err);
+    CHECK_STR(text, "whole");
+    free(text);
+    CHECK_FAILS(qp_outfile_open("/nonexistent-dir/x", &of, &err), QP_E_IO, &err,
+                "/nonexistent-dir/x");
+    free(path);
+}
+
+struct sum_ctx {
+    const int *v;
+    size_t n;
+    long long part[16];
+};
+
+static void sum_part(void *p, int t, int nt)
+{
+    struct sum_ctx *c = p;
+    size_t b, e;
+    qp_parallel_split(c->n, t, nt, 8, &b, &e);
+    for (size_t i = b; i < e; i++)
+        c->part[t] += c->v[i];
+}
+
+QP_TEST(parallel_split_covers_everything_once)
+{
+    int v[1003];
+    for (int i = 0; i < 1003; i++)
+        v[i] = i;
+    for (int nt = 1; nt <= 5; nt++) {
+        struct sum_ctx c = {v, 1003, {0}};
+        qp_parallel_run(sum_part, &c, nt);
+        long long s = 0;
+        for (int t = 0; t < nt; t++)
+            s += c.part[t];
+        CHECK_INT(s, 1003LL * 1002 / 2);
+    }
+}
