@@ -22,6 +22,10 @@ static const struct qp_dtype_traits traits[] = {
     [QP_DTYPE_BOOL] = {"bool", 8, false, false, 0, 1},
     [QP_DTYPE_F8E4M3] = {"f8e4m3", 8, true, true, 0, 0},
     [QP_DTYPE_F8E5M2] = {"f8e5m2", 8, true, true, 0, 0},
+    [QP_DTYPE_I2] = {"i2", 2, false, true, -2, 1},
+    [QP_DTYPE_U2] = {"u2", 2, false, false, 0, 3},
+    [QP_DTYPE_I3] = {"i3", 3, false, true, -4, 3},
+    [QP_DTYPE_U3] = {"u3", 3, false, false, 0, 7},
 };
 _Static_assert(sizeof traits / sizeof traits[0] == QP_DTYPE_COUNT,
                "traits must cover every dtype");
@@ -66,9 +70,11 @@ bool qp_dtype_from_name(const char *name, enum qp_dtype *out)
 bool qp_dtype_bytes(enum qp_dtype dtype, size_t numel, size_t *out)
 {
     unsigned bits = traits[dtype].bits;
-    if (bits == 4) {
-        *out = numel / 2 + (numel & 1);
-        return true;
+    if (bits < 8) { /* ceil(numel * bits / 8) without overflow */
+        size_t q = numel / 8, r = numel % 8;
+        if (qp_size_mul(q, bits, out))
+            return false;
+        return !qp_size_add(*out, (r * bits + 7) / 8, out);
     }
     return !qp_size_mul(numel, bits / 8, out);
 }

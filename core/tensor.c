@@ -231,6 +231,35 @@ enum qp_status qp_tensor_set_layout(struct qp_tensor *t, const char *layout,
     return QP_OK;
 }
 
+int32_t qp_packed_get(enum qp_dtype dtype, const void *data, size_t i)
+{
+    const struct qp_dtype_traits *tr = qp_dtype_traits(dtype);
+    unsigned b = tr->bits;
+    size_t bit = i * b;
+    const unsigned char *p = (const unsigned char *)data + bit / 8;
+    unsigned sh = (unsigned)(bit % 8);
+    uint32_t w = p[0];
+    if (sh + b > 8)
+        w |= (uint32_t)p[1] << 8;
+    uint32_t v = (w >> sh) & ((1u << b) - 1);
+    if (tr->is_signed && (v >> (b - 1)))
+        return (int32_t)v - (int32_t)(1u << b);
+    return (int32_t)v;
+}
+
+void qp_packed_set(enum qp_dtype dtype, void *data, size_t i, int32_t v)
+{
+    unsigned b = qp_dtype_traits(dtype)->bits;
+    size_t bit = i * b;
+    unsigned char *p = (unsigned char *)data + bit / 8;
+    unsigned sh = (unsigned)(bit % 8);
+    uint32_t mask = ((1u << b) - 1) << sh;
+    uint32_t bits = ((uint32_t)v << sh) & mask;
+    p[0] = (unsigned char)((p[0] & ~mask) | bits);
+    if (sh + b > 8)
+        p[1] = (unsigned char)((p[1] & ~(mask >> 8)) | (bits >> 8));
+}
+
 /* Raw element i as a double (exact for every integer type up to 2^53 and
  * for every float type). */
 static inline double raw_at(const struct qp_tensor *t, size_t i)
@@ -249,11 +278,12 @@ static inline double raw_at(const struct qp_tensor *t, size_t i)
     case QP_DTYPE_U32: return ((const uint32_t *)p)[i];
     case QP_DTYPE_I64: return (double)((const int64_t *)p)[i];
     case QP_DTYPE_U64: return (double)((const uint64_t *)p)[i];
-    case QP_DTYPE_I4: {
-        int v = (p[i / 2] >> (4 * (i & 1))) & 0xf;
-        return v >= 8 ? v - 16 : v;
-    }
-    case QP_DTYPE_U4: return (p[i / 2] >> (4 * (i & 1))) & 0xf;
+    case QP_DTYPE_I4:
+    case QP_DTYPE_U4:
+    case QP_DTYPE_I2:
+    case QP_DTYPE_U2:
+    case QP_DTYPE_I3:
+    case QP_DTYPE_U3: return qp_packed_get(t->dtype, p, i);
     case QP_DTYPE_BOOL: return p[i] != 0;
     case QP_DTYPE_F8E4M3: return qp_f8e4m3_to_f32(p[i]);
     case QP_DTYPE_F8E5M2: return qp_f8e5m2_to_f32(p[i]);

@@ -99,6 +99,12 @@ enum qp_status qp_tensor_set_qparams(struct qp_tensor *t, size_t count,
 enum qp_status qp_tensor_set_layout(struct qp_tensor *t, const char *layout,
                                     struct qp_error *err);
 
+/* Element i of a packed (2/3/4-bit) tensor's data, sign-extended for the
+ * signed types; and the store that writes it (the data must be zeroed or
+ * hold earlier elements: other bits of the bytes are kept). */
+int32_t qp_packed_get(enum qp_dtype dtype, const void *data, size_t i);
+void qp_packed_set(enum qp_dtype dtype, void *data, size_t i, int32_t v);
+
 /* Reads elements [start, start + n) as f32, dequantizing integer tensors
  * with their parameters (an integer tensor without parameters reads as its
  * integer values). Requires data and start + n <= numel. */

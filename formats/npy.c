@@ -29,6 +29,8 @@ const char *qp_fmt_npy_descr(enum qp_dtype dtype)
         [QP_DTYPE_U32] = "<u4", [QP_DTYPE_I64] = "<i8", [QP_DTYPE_U64] = "<u8",
         [QP_DTYPE_I4] = NULL,   [QP_DTYPE_U4] = NULL,   [QP_DTYPE_BOOL] = "|b1",
         [QP_DTYPE_F8E4M3] = NULL, [QP_DTYPE_F8E5M2] = NULL,
+        [QP_DTYPE_I2] = NULL,   [QP_DTYPE_U2] = NULL,   [QP_DTYPE_I3] = NULL,
+        [QP_DTYPE_U3] = NULL,
     };
     _Static_assert(sizeof names / sizeof names[0] == QP_DTYPE_COUNT,
                    "names must cover every dtype");

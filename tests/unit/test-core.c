@@ -254,3 +254,30 @@ QP_TEST(parallel_split_covers_everything_once)
         CHECK_INT(s, 1003LL * 1002 / 2);
     }
 }
+
+QP_TEST(packed_2_3_4_bit_roundtrip_and_layout)
+{
+    static const enum qp_dtype dts[] = {QP_DTYPE_I2, QP_DTYPE_U2, QP_DTYPE_I3,
+                                        QP_DTYPE_U3, QP_DTYPE_I4, QP_DTYPE_U4};
+    for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
+        const struct qp_dtype_traits *tr = qp_dtype_traits(dts[k]);
+        size_t nb;
+        REQUIRE(qp_dtype_bytes(dts[k], 13, &nb));
+        CHECK_INT(nb, (13 * tr->bits + 7) / 8);
+        unsigned char buf[8] = {0};
+        for (size_t i = 0; i < 13; i++)
+            qp_packed_set(dts[k], buf, i, (int32_t)(tr->min + (int64_t)(i * 5) % (tr->max - tr->min + 1)));
+        for (size_t i = 0; i < 13; i++)
+            CHECK_INT(qp_packed_get(dts[k], buf, i),
+                      tr->min + (int64_t)(i * 5) % (tr->max - tr->min + 1));
+    }
+    /* 3-bit layout: elements 0..2 = 1, 2, 7 -> bits 001 010 111 from bit 0:
+     * byte0 = 0b11_010_001 = 0xd1, byte1 bit0 = 1 */
+    unsigned char b[2] = {0};
+    qp_packed_set(QP_DTYPE_U3, b, 0, 1);
+    qp_packed_set(QP_DTYPE_U3, b, 1, 2);
+    qp_packed_set(QP_DTYPE_U3, b, 2, 7);
+    CHECK_INT(b[0], 0xd1);
+    CHECK_INT(b[1], 0x01);
+    CHECK_INT(qp_packed_get(QP_DTYPE_I3, b, 2), -1);
+}
