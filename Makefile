@@ -61,10 +61,14 @@ all: $(BIN)
 deps:
 	@sh scripts/deps.sh
 
-$(GEN_C) $(GEN_H): $(ONNX_PROTO)
+$(GEN_C): $(ONNX_PROTO)
 	@mkdir -p $(BUILD)/gen
-	cp $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
-	cd $(BUILD)/gen && protoc-c --c_out=. onnx.proto
+	@$(if $(Q),echo "  PROTOC  $<")
+	$(Q)cp $(ONNX_PROTO) $(BUILD)/gen/onnx.proto
+	$(Q)cd $(BUILD)/gen && protoc-c --c_out=. onnx.proto
+
+# one protoc-c run makes both files
+$(GEN_H): $(GEN_C)
 
 $(BUILD)/obj/gen/onnx.pb-c.o: $(GEN_C)
 	@mkdir -p $(dir $@)
