@@ -1,0 +1,127 @@
+/* kernels/ref/requant-dispatch.c: choice of the requantization variant and
+ * the apply entry points.
+ *
+ * The choice is made once (pthread_once) from __builtin_cpu_supports;
+ * QP_KERNELS=ref in the environment forces the reference. A variant that
+ * has no SIMD path for a flavor runs the reference for it. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ref/requant-impl.h"
+#include "kernels/requant.h"
+
+static const char *const isa_names[] = {
+    [QP_RQ_ISA_REF] = "ref",
+    [QP_RQ_ISA_AVX2] = "avx2",
+    [QP_RQ_ISA_AVX512] = "avx512",
+};
+_Static_assert(sizeof isa_names / sizeof isa_names[0] == QP_RQ_ISA_COUNT,
+               "a name for every variant");
+
+const char *qp_rq_isa_name(enum qp_rq_isa isa)
+{
+    return (unsigned)isa < QP_RQ_ISA_COUNT ? isa_names[isa] : "?";
+}
+
+bool qp_rq_isa_available(enum qp_rq_isa isa)
+{
+    switch (isa) {
+    case QP_RQ_ISA_REF:
+        return true;
+#if defined(__x86_64__) || defined(__i386__)
+    case QP_RQ_ISA_AVX2:
+        return __builtin_cpu_supports("avx2");
+    case QP_RQ_ISA_AVX512:
+        return __builtin_cpu_supports("avx512f") &&
+               __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") &&
+               __builtin_cpu_supports("avx512dq");
+#endif
+    default:
+        return false;
+    }
+}
+
+/* Filled once, then read only: the dispatch table STYLE.md describes. */
+static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+static enum qp_rq_isa chosen = QP_RQ_ISA_REF;
+
+static void choose(void)
+{
+    const char *env = getenv("QP_KERNELS");
+    if (env && !strcmp(env, "ref"))
+        return;
+    for (int isa = QP_RQ_ISA_COUNT - 1; isa > QP_RQ_ISA_REF; isa--)
+        if (qp_rq_isa_available((enum qp_rq_isa)isa)) {
+            chosen = (enum qp_rq_isa)isa;
+            return;
+        }
+}
+
+static enum qp_rq_isa chosen_isa(void)
+{
+    pthread_once(&chosen_once, choose);
+    return chosen;
+}
+
+const char *qp_rq_variant(void)
+{
+    return isa_names[chosen_isa()];
+}
+
+bool qp_rq_isa_covers(enum qp_rq_isa isa, enum qp_rq_flavor f)
+{
+    switch (isa) {
+#if defined(__x86_64__) || defined(__i386__)
+    case QP_RQ_ISA_AVX2:
+        return qp_rq_avx2_covers(f);
+    case QP_RQ_ISA_AVX512:
+        return qp_rq_avx512_covers(f);
+#endif
+    default:
+        return false;
+    }
+}
+
+static qp_rq_row_fn row_fn(enum qp_rq_isa isa, enum qp_rq_flavor f)
+{
+    if (!qp_rq_isa_covers(isa, f))
+        return qp_rq_row_ref;
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa == QP_RQ_ISA_AVX512)
+        return qp_rq_row_avx512;
+    if (isa == QP_RQ_ISA_AVX2)
+        return qp_rq_row_avx2;
+#endif
+    return qp_rq_row_ref;
+}
+
+void qp_rq_apply_i32_isa(enum qp_rq_isa isa, const struct qp_rq *rq,
+                         const int32_t *acc, size_t rows, size_t cols,
+                         void *out)
+{
+    qp_rq_row_fn fn = row_fn(isa, rq->flavor);
+    size_t esz = qp_rq_out_size(rq);
+    bool per_elem = rq->channels > 1;
+    for (size_t r = 0; r < rows; r++)
+        fn(rq, 0, per_elem, acc + r * cols, cols, (char *)out + r * cols * esz);
+}
+
+void qp_rq_apply_plane_isa(enum qp_rq_isa isa, const struct qp_rq *rq,
+                           size_t c, const int32_t *acc, size_t n, void *out)
+{
+    row_fn(isa, rq->flavor)(rq, c, false, acc, n, out);
+}
+
+void qp_rq_apply_i32(const struct qp_rq *rq, const int32_t *acc, size_t rows,
+                     size_t cols, void *out)
+{
+    qp_rq_apply_i32_isa(chosen_isa(), rq, acc, rows, cols, out);
+}
+
+void qp_rq_apply_plane(const struct qp_rq *rq, size_t c, const int32_t *acc,
+                       size_t n, void *out)
+{
+    qp_rq_apply_plane_isa(chosen_isa(), rq, c, acc, n, out);
+}
