@@ -17,8 +17,11 @@ for file in "$ROOT"/tests/cli/test-*.sh; do
         case "$fn" in *"$filter"*) ;; *) continue ;; esac
         dir=$(mktemp -d "${TMPDIR:-/tmp}/qp-cli-XXXXXX")
         log="$dir.log"
-        if (cd "$dir" && set -e && source "$ROOT/tests/cli/lib.sh" &&
-            source "$file" && "$fn") >"$log" 2>&1; then
+        # Not inside `if` or an && list: bash ignores set -e in functions
+        # run from either, so a failed assertion would not end the test.
+        (cd "$dir" || exit 1; set -e; source "$ROOT/tests/cli/lib.sh"
+         source "$file"; "$fn") >"$log" 2>&1
+        if [ $? -eq 0 ]; then
             passed=$((passed + 1))
         else
             failed=$((failed + 1))
