@@ -1,0 +1,3 @@
+Bej
+locationw.binj
+offset0p
