@@ -23,6 +23,20 @@ struct qp_tp_ctx {
     struct qp_tp_ext *ext;       /* filled lazily; qp_tp_ctx_release */
 };
 
+/* Unpacks buf[0..len), a message of type desc (kind names it in messages,
+ * what the file), into m, and sets c up to convert its tensors: the
+ * buffer, map when it holds buf, dir for external data. Release both with
+ * qp_tp_ctx_release and qp_pb_msg_release, also after a failure. */
+enum qp_status qp_tp_unpack(struct qp_tp_ctx *c, struct qp_pb_msg *m,
+                            const ProtobufCMessageDescriptor *desc,
+                            const char *kind, const char *what,
+                            const void *buf, size_t len, struct qp_mmap *map,
+                            const char *dir, struct qp_error *err);
+
+/* malloc'd directory part of path, with its '/' ("." when none); NULL when
+ * out of memory. */
+char *qp_tp_dir_of(const char *path);
+
 /* Drops the context's external-data mappings (tensors keep their own
  * references). */
 void qp_tp_ctx_release(struct qp_tp_ctx *c);

@@ -518,30 +518,50 @@ enum qp_status qp_fmt_tensorproto_to_tensor(struct qp_tp_ctx *c,
 
 /* ---- .pb files ----------------------------------------------------------- */
 
+enum qp_status qp_tp_unpack(struct qp_tp_ctx *c, struct qp_pb_msg *m,
+                            const ProtobufCMessageDescriptor *desc,
+                            const char *kind, const char *what,
+                            const void *buf, size_t len, struct qp_mmap *map,
+                            const char *dir, struct qp_error *err)
+{
+    static const uint8_t empty[1];
+    const uint8_t *b = buf ? buf : empty;
+    bool in_map = map && map->data && b >= map->data &&
+                  len <= map->size - (size_t)(b - map->data);
+    *c = (struct qp_tp_ctx){
+        .file = what, .base = b, .map = in_map ? map : NULL, .msg = m,
+        .dir = dir,
+    };
+    return qp_pb_unpack(what, kind, b, len, desc, m, err);
+}
+
+char *qp_tp_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+}
+
 enum qp_status qp_fmt_pb_parse(const char *what, const void *buf, size_t len,
                                struct qp_mmap *map, const char *dir,
                                const char *name, bool header_only,
                                struct qp_tensor **out, struct qp_error *err)
 {
     *out = NULL;
-    static const uint8_t empty[1];
-    const uint8_t *b = buf ? buf : empty;
     struct qp_pb_msg m;
-    enum qp_status st = qp_pb_unpack(what, "TensorProto", b, len,
-                                     &onnx__tensor_proto__descriptor, &m, err);
-    if (st)
-        return st;
-    bool in_map = map && map->data && b >= map->data &&
-                  len <= map->size - (size_t)(b - map->data);
-    struct qp_tp_ctx c = {
-        .file = what, .base = b, .map = in_map ? map : NULL, .msg = &m,
-        .dir = dir, .header_only = header_only,
-    };
-    const Onnx__TensorProto *tp = (const Onnx__TensorProto *)m.msg;
-    const char *nm = tp->name && *tp->name ? tp->name : name ? name : "tensor";
-    char label[512];
-    snprintf(label, sizeof label, "tensor '%s'", nm);
-    st = qp_fmt_tensorproto_to_tensor(&c, tp, label, nm, out, err);
+    struct qp_tp_ctx c;
+    enum qp_status st = qp_tp_unpack(&c, &m, &onnx__tensor_proto__descriptor,
+                                     "TensorProto", what, buf, len, map, dir,
+                                     err);
+    if (!st) {
+        c.header_only = header_only;
+        const Onnx__TensorProto *tp = (const Onnx__TensorProto *)m.msg;
+        const char *nm = tp->name && *tp->name ? tp->name
+                         : name                ? name
+                                               : "tensor";
+        char label[512];
+        snprintf(label, sizeof label, "tensor '%s'", nm);
+        st = qp_fmt_tensorproto_to_tensor(&c, tp, label, nm, out, err);
+    }
     qp_tp_ctx_release(&c);
     qp_pb_msg_release(&m);
     return st;
@@ -557,11 +577,11 @@ enum qp_status qp_fmt_pb_read(const char *path, const char *name,
     if (st)
         return st;
     const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
     const char *base = slash ? slash + 1 : path;
     size_t bl = strlen(base);
     if (bl > 3 && qp_str_ends_with(base, ".pb"))
         bl -= 3;
+    char *dir = qp_tp_dir_of(path);
     char *fallback = name ? NULL : strndup(base, bl);
     if (!dir || (!name && !fallback))
         st = qp_fail(err, QP_E_NOMEM, "out of memory");

@@ -12,9 +12,9 @@
 #include "core/half.h"
 #include "formats/tensorproto.h"
 #include "tests/test.h"
+#include "tests/unit/onnx-testdata.h"
 #include "tests/unit/pbtest.h"
 
-#define NODE_DIR "/usr/share/libonnx-testdata/data/node"
 
 enum kind { K_TENSOR, K_OTHER }; /* sequence, map, optional, sparse */
 
@@ -176,12 +176,9 @@ QP_TEST(tensorproto_every_node_test_pb_loads)
     REQUIRE(dir != NULL); /* libonnx-testdata is a build dependency */
     static struct decl in[64], out[64];
     struct tally n = {0};
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        if (strncmp(de->d_name, "test_", 5))
-            continue;
-        char path[512];
-        snprintf(path, sizeof path, NODE_DIR "/%s/model.onnx", de->d_name);
+    char path[512];
+    const char *test;
+    while ((test = node_test_next(dir, path, sizeof path))) {
         int nin, nout;
         if (!decode_model(path, in, &nin, out, &nout)) {
             qp_test_failf(ctx, __FILE__, __LINE__, "%s: wire decode", path);
@@ -193,9 +190,9 @@ QP_TEST(tensorproto_every_node_test_pb_loads)
             int count = side ? nout : nin;
             for (int i = 0; i < count; i++) {
                 snprintf(path, sizeof path, NODE_DIR "/%s/test_data_set_0/%s_%d.pb",
-                         de->d_name, side ? "output" : "input", i);
+                         test, side ? "output" : "input", i);
                 if (access(path, R_OK) == 0) /* optional inputs may be absent */
-                    check_pb(ctx, de->d_name, path, &d[i], &n);
+                    check_pb(ctx, test, path, &d[i], &n);
             }
         }
     }
@@ -213,18 +210,6 @@ QP_TEST(tensorproto_every_node_test_pb_loads)
     CHECK_INT(n.bf16_quirks, 10);
 }
 
-/* Loads input/output `file` of node test `test`. */
-static struct qp_tensor *node_pb(struct qp_test_ctx *ctx, const char *test,
-                                 const char *file)
-{
-    char path[512];
-    snprintf(path, sizeof path, NODE_DIR "/%s/test_data_set_0/%s", test, file);
-    struct qp_error err;
-    struct qp_tensor *t = NULL;
-    if (qp_fmt_pb_load(path, &t, &err))
-        qp_test_failf(ctx, __FILE__, __LINE__, "%s: %s", path, err.msg);
-    return t;
-}
 
 QP_TEST(tensorproto_node_test_values_by_hand)
 {
