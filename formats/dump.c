@@ -123,6 +123,7 @@ static void dump_free(struct qp_dump *d)
     free(d->entries);
     free(d->backing);
     free(d->path);
+    qp_dump_meta_release(&d->meta);
     free(d);
 }
 
@@ -462,6 +463,7 @@ static void writer_free(struct qp_dump_writer *w)
         free(w->names[i]);
     free(w->names);
     free(w->path);
+    qp_dump_meta_release(&w->meta);
     free(w);
 }
 

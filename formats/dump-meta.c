@@ -1,0 +1,135 @@
+/* formats/dump-meta.c: string key/value metadata of dumps (formats/dump.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/dump.h"
+#include "formats/json.h"
+
+enum qp_status qp_dump_meta_set(struct qp_dump_meta *m, const char *key,
+                                const char *value, struct qp_error *err)
+{
+    char *v = strdup(value);
+    if (!v)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < m->count; i++)
+        if (!strcmp(m->keys[i], key)) {
+            free(m->values[i]);
+            m->values[i] = v;
+            return QP_OK;
+        }
+    if (m->count == m->cap) {
+        size_t cap = m->cap ? 2 * m->cap : 8;
+        char **k = realloc(m->keys, cap * sizeof *k);
+        if (k)
+            m->keys = k;
+        char **vv = k ? realloc(m->values, cap * sizeof *vv) : NULL;
+        if (!vv) {
+            free(v);
+            return qp_fail(err, QP_E_NOMEM, "out of memory");
+        }
+        m->values = vv;
+        m->cap = cap;
+    }
+    char *k = strdup(key);
+    if (!k) {
+        free(v);
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
+    m->keys[m->count] = k;
+    m->values[m->count++] = v;
+    return QP_OK;
+}
+
+const char *qp_dump_meta_get(const struct qp_dump_meta *m, const char *key)
+{
+    for (size_t i = 0; i < m->count; i++)
+        if (!strcmp(m->keys[i], key))
+            return m->values[i];
+    return NULL;
+}
+
+void qp_dump_meta_release(struct qp_dump_meta *m)
+{
+    for (size_t i = 0; i < m->count; i++) {
+        free(m->keys[i]);
+        free(m->values[i]);
+    }
+    free(m->keys);
+    free(m->values);
+    memset(m, 0, sizeof *m);
+}
+
+const char *qp_dump_meta(const struct qp_dump *d, const char *key)
+{
+    return qp_dump_meta_get(&d->meta, key);
+}
+
+void qp_dump_meta_at(const struct qp_dump *d, size_t i, const char **key,
+                     const char **value)
+{
+    *key = d->meta.keys[i];
+    *value = d->meta.values[i];
+}
+
+enum qp_status qp_dump_writer_set_meta(struct qp_dump_writer *w,
+                                       const char *key, const char *value,
+                                       struct qp_error *err)
+{
+    if (!*key || !strcmp(key, QP_DUMP_META_RESERVED))
+        return qp_fail(err, QP_E_INVAL, "'%s': metadata key '%s' is %s",
+                       w->path, key, *key ? "reserved" : "empty");
+    return qp_dump_meta_set(&w->meta, key, value, err);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+enum qp_status qp_dump_meta_from_json(struct qp_dump_meta *m,
+                                      const struct qp_json *obj,
+                                      const char *what, struct qp_error *err)
+{
+    if (qp_json_type(obj) != QP_JSON_OBJECT)
+        return qp_fail(err, QP_E_FORMAT, "%s: metadata is a %s, expected an "
+                       "object of strings", what,
+                       qp_json_type_name(qp_json_type(obj)));
+    size_t n = qp_json_size(obj);
+    const char **keys = malloc(n * sizeof *keys + 1);
+    if (!keys)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    enum qp_status st = QP_OK;
+    for (size_t i = 0; i < n && !st; i++) {
+        const struct qp_json *e = qp_json_at(obj, i);
+        const char *v;
+        keys[i] = qp_json_key(e);
+        if (!qp_json_str(e, &v))
+            st = qp_fail(err, QP_E_FORMAT, "%s: metadata value '%s' is a %s, "
+                         "expected a string", what, keys[i],
+                         qp_json_type_name(qp_json_type(e)));
+    }
+    if (!st && n > 1) { /* a JSON object may repeat a key */
+        qsort(keys, n, sizeof *keys, cmp_str);
+        for (size_t i = 1; i < n && !st; i++)
+            if (!strcmp(keys[i - 1], keys[i]))
+                st = qp_fail(err, QP_E_FORMAT, "%s: metadata key '%s' appears "
+                             "twice", what, keys[i]);
+    }
+    free(keys);
+    for (size_t i = 0; i < n && !st; i++) {
+        const struct qp_json *e = qp_json_at(obj, i);
+        const char *v;
+        qp_json_str(e, &v);
+        if (strcmp(qp_json_key(e), QP_DUMP_META_RESERVED))
+            st = qp_dump_meta_set(m, qp_json_key(e), v, err);
+    }
+    return st;
+}
+
+bool qp_dump_meta_to_json(const struct qp_dump_meta *m, struct qp_json *obj)
+{
+    for (size_t i = 0; i < m->count; i++)
+        if (!qp_json_add_str(obj, m->keys[i], m->values[i]))
+            return false;
+    return true;
+}
