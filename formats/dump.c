@@ -69,11 +69,13 @@ static enum qp_dump_format detect_dir(const char *path)
     DIR *d = opendir(path);
     if (!d)
         return QP_DUMP_NPY_DIR;
-    int npy = 0, pb = 0, raw = 0;
+    int npy = 0, pb = 0, raw = 0, st = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
         npy += qp_str_ends_with(de->d_name, ".npy");
         pb += qp_str_ends_with(de->d_name, ".pb");
+        st += qp_str_ends_with(de->d_name, ".safetensors") ||
+              qp_str_ends_with(de->d_name, ".safetensors.index.json");
         raw += qp_str_ends_with(de->d_name, ".raw") ||
                qp_str_ends_with(de->d_name, ".bin") ||
                qp_str_ends_with(de->d_name, ".json");
@@ -85,6 +87,8 @@ static enum qp_dump_format detect_dir(const char *path)
         return QP_DUMP_NPY_DIR;
     if (pb)
         return QP_DUMP_PB_DIR;
+    if (st) /* a (sharded) checkpoint directory */
+        return QP_DUMP_SAFETENSORS;
     if (raw)
         return QP_DUMP_RAW_DIR;
     return QP_DUMP_NPY_DIR;
