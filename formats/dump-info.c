@@ -353,3 +353,29 @@ enum qp_status qp_dump_info_companions(const struct qp_tensor *t,
         memcpy((*zp)->data, q->zero_point, q->count * sizeof(int32_t));
     return QP_OK;
 }
+
+enum qp_status qp_dump_info_write(struct qp_dump_infos *s,
+                                  const struct qp_tensor *t, bool as_bytes,
+                                  enum qp_status (*write)(void *ctx,
+                                                          const struct qp_tensor *stored,
+                                                          struct qp_error *err),
+                                  void *ctx, struct qp_error *err)
+{
+    struct qp_tensor *view = NULL, *sc = NULL, *zp = NULL;
+    enum qp_status st = as_bytes ? qp_dump_bytes_view(t, &view, err) : QP_OK;
+    if (!st)
+        st = qp_dump_infos_add(s, t, as_bytes, err);
+    if (!st)
+        st = write(ctx, view ? view : t, err);
+    if (!st && t->qp && qp_dtype_is_int(t->dtype)) {
+        st = qp_dump_info_companions(t, &sc, &zp, err);
+        if (!st)
+            st = write(ctx, sc, err);
+        if (!st && zp)
+            st = write(ctx, zp, err);
+    }
+    qp_tensor_free(view);
+    qp_tensor_free(sc);
+    qp_tensor_free(zp);
+    return st;
+}

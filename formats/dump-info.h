@@ -84,6 +84,16 @@ enum qp_status qp_dump_info_retype(struct qp_tensor *t,
 enum qp_status qp_dump_infos_apply(struct qp_dump *d, struct qp_dump_infos *s,
                                    struct qp_error *err);
 
+/* For writers: records t in s and calls write(ctx, stored, err) for t as
+ * the container stores it (its u8 view when as_bytes), then for its
+ * companions when t is quantized (qp_dump_info_companions). */
+enum qp_status qp_dump_info_write(struct qp_dump_infos *s,
+                                  const struct qp_tensor *t, bool as_bytes,
+                                  enum qp_status (*write)(void *ctx,
+                                                          const struct qp_tensor *stored,
+                                                          struct qp_error *err),
+                                  void *ctx, struct qp_error *err);
+
 /* Companion tensors of quantized t (see qp_dump_companions), falling back
  * to the canonical scale shape (t's shape with the axis dim replaced by
  * the block count, [1,..,C,..,1] per axis) when no shape is unambiguous:

@@ -65,9 +65,10 @@ static enum qp_status stw_open(struct qp_dump_writer *w, struct qp_error *err)
 }
 
 /* Appends t's bytes to the data file and records its header entry. */
-static enum qp_status write_rec(struct st_writer *sw, const struct qp_tensor *t,
+static enum qp_status write_rec(void *ctx, const struct qp_tensor *t,
                                 struct qp_error *err)
 {
+    struct st_writer *sw = ctx;
     if (sw->n == sw->cap) {
         size_t cap = sw->cap ? 2 * sw->cap : 64;
         struct st_rec *r = realloc(sw->recs, cap * sizeof *r);
@@ -94,23 +95,9 @@ static enum qp_status stw_add(struct qp_dump_writer *w, const struct qp_tensor *
                               struct qp_error *err)
 {
     struct st_writer *sw = w->impl;
-    bool as_bytes = !qp_st_dtype_name(t->dtype);
-    struct qp_tensor *view = NULL, *s = NULL, *z = NULL;
-    enum qp_status st = as_bytes ? qp_dump_bytes_view(t, &view, err) : QP_OK;
-    if (!st)
-        st = qp_dump_infos_add(&sw->infos, t, as_bytes, err);
-    if (!st)
-        st = write_rec(sw, view ? view : t, err);
-    if (!st && t->qp && qp_dtype_is_int(t->dtype)) {
-        st = qp_dump_info_companions(t, &s, &z, err);
-        if (!st)
-            st = write_rec(sw, s, err);
-        if (!st && z)
-            st = write_rec(sw, z, err);
-    }
-    qp_tensor_free(view);
-    qp_tensor_free(s);
-    qp_tensor_free(z);
+    enum qp_status st = qp_dump_info_write(&sw->infos, t,
+                                           !qp_st_dtype_name(t->dtype), write_rec,
+                                           sw, err);
     return st ? qp_error_prefix(err, "'%s': ", w->path) : QP_OK;
 }
 

@@ -191,6 +191,27 @@ size_t dt_quantized_set(struct qp_tensor **out)
     return 6;
 }
 
+size_t dt_every_dtype_set(struct qp_tensor **out, const char *odd_name)
+{
+    size_t n = 0;
+    int64_t s3[3] = {2, 3, 5}, s8[8] = {2, 1, 2, 1, 2, 1, 2, 1}, s0[3] = {3, 0, 2};
+    for (int d = 0; d < QP_DTYPE_COUNT; d++) {
+        char name[32];
+        snprintf(name, sizeof name, "t.%s", qp_dtype_name((enum qp_dtype)d));
+        out[n++] = dt_pattern_tensor(name, (enum qp_dtype)d, 3, s3, (unsigned)d);
+    }
+    out[n++] = dt_pattern_tensor(odd_name, QP_DTYPE_F32, 8, s8, 7);
+    out[n++] = dt_pattern_tensor("scalar", QP_DTYPE_F64, 0, NULL, 9);
+    out[n++] = dt_pattern_tensor("empty", QP_DTYPE_I16, 3, s0, 1);
+    return n;
+}
+
+void dt_free_all(struct qp_tensor **t, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        qp_tensor_free(t[i]);
+}
+
 int dt_count_files(const char *dir)
 {
     DIR *d = opendir(dir);

@@ -32,6 +32,14 @@ void dt_check_dump(struct qp_test_ctx *ctx, const char *path,
  * packed u3 per-axis, packed i2 per-tensor with a layout. Returns 6. */
 size_t dt_quantized_set(struct qp_tensor **out);
 
+/* Fills out[0..QP_DTYPE_COUNT + 3) with a [2,3,5] tensor of every dtype
+ * named "t.<dtype>", then an 8-dim f32 tensor named odd_name, an f64
+ * scalar "scalar" and an empty i16 [3,0,2] "empty". Returns the count. */
+#define DT_EVERY_DTYPE_MAX (QP_DTYPE_COUNT + 3)
+size_t dt_every_dtype_set(struct qp_tensor **out, const char *odd_name);
+
+void dt_free_all(struct qp_tensor **t, size_t n);
+
 /* Entries of dir, hidden ones included ("." and ".." excluded). */
 int dt_count_files(const char *dir);
 

@@ -32,19 +32,8 @@ QP_TEST(safetensors_roundtrip_every_dtype_bit_identical)
 {
     struct qp_error err;
     char *path = qp_test_path(ctx, "all.safetensors");
-    struct qp_tensor *src[QP_DTYPE_COUNT + 3];
-    size_t n = 0;
-    for (int d = 0; d < QP_DTYPE_COUNT; d++) {
-        char name[32];
-        snprintf(name, sizeof name, "t.%s", qp_dtype_name((enum qp_dtype)d));
-        int64_t shape[2] = {3, 5};
-        src[n++] = dt_pattern_tensor(name, (enum qp_dtype)d, 2, shape, (unsigned)d);
-    }
-    int64_t s8[8] = {1, 2, 1, 2, 1, 2, 1, 2}, s0[2] = {0, 4};
-    src[n++] = dt_pattern_tensor("odd \"name\"/with:0\\ and\nnewline", QP_DTYPE_F32,
-                                 8, s8, 7);
-    src[n++] = dt_pattern_tensor("scalar", QP_DTYPE_F64, 0, NULL, 9);
-    src[n++] = dt_pattern_tensor("empty", QP_DTYPE_I16, 2, s0, 1);
+    struct qp_tensor *src[DT_EVERY_DTYPE_MAX];
+    size_t n = dt_every_dtype_set(src, "odd \"name\"/with:0\\ and\nnewline");
     REQUIRE(dt_write_dump(path, QP_DUMP_AUTO, src, n, NULL, &err));
 
     /* the file itself, checked without the reader's load path */
@@ -73,8 +62,7 @@ QP_TEST(safetensors_roundtrip_every_dtype_bit_identical)
     free(bytes);
 
     dt_check_dump(ctx, path, src, n);
-    for (size_t i = 0; i < n; i++)
-        qp_tensor_free(src[i]);
+    dt_free_all(src, n);
     free(path);
 }
 
@@ -93,8 +81,7 @@ QP_TEST(safetensors_quantized_tensors_keep_axis_block_and_values)
     CHECK_CONTAINS(bytes + 8, "\"per_axis.scale\":{\"dtype\":\"F32\",\"shape\":[1,4]");
     CHECK_CONTAINS(bytes + 8, "\"per_tensor.zero_point\":{\"dtype\":\"I32\",\"shape\":[1]");
     free(bytes);
-    for (size_t i = 0; i < n; i++)
-        qp_tensor_free(src[i]);
+    dt_free_all(src, n);
     free(path);
 }
 
