@@ -168,7 +168,8 @@ enum qp_status qp_dump_scan_dir(const char *root, const char *ext,
         list_free(&l);
         return st;
     }
-    qsort(l.rel, l.n, sizeof *l.rel, cmp_natural);
+    if (l.n) /* l.rel is NULL when nothing matched */
+        qsort(l.rel, l.n, sizeof *l.rel, cmp_natural);
     char *order_path = qp_path_join(root, ORDER_FILE), *text = NULL;
     if (order_path && qp_read_file(order_path, (size_t)1 << 30, &text, NULL,
                                    NULL) == QP_OK) {
