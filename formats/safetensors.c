@@ -338,7 +338,8 @@ static enum qp_status list_dir(const char *dir, const char *ext, char ***out,
         *n = 0;
         return st;
     }
-    qsort(*out, *n, sizeof **out, cmp_natural);
+    if (*n)
+        qsort(*out, *n, sizeof **out, cmp_natural);
     return QP_OK;
 }
 
