@@ -1,6 +1,8 @@
 /* formats/dump-meta.c: string key/value metadata of dumps (formats/dump.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "formats/dump.h"
 #include "formats/json.h"
@@ -132,4 +134,35 @@ bool qp_dump_meta_to_json(const struct qp_dump_meta *m, struct qp_json *obj)
         if (!qp_json_add_str(obj, m->keys[i], m->values[i]))
             return false;
     return true;
+}
+
+enum qp_status qp_dump_meta_save(const char *path, const struct qp_dump_meta *m,
+                                 struct qp_error *err)
+{
+    struct qp_json *root = qp_json_new_object(), *o;
+    enum qp_status st = root && (o = qp_json_add_object(root, "metadata")) &&
+                                qp_dump_meta_to_json(m, o)
+                            ? qp_json_save(path, root, true, err)
+                            : qp_fail(err, QP_E_NOMEM, "out of memory");
+    qp_json_free(root);
+    return st;
+}
+
+enum qp_status qp_dump_meta_load(const char *path, struct qp_dump_meta *m,
+                                 struct qp_error *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return QP_OK;
+    struct qp_json *root;
+    enum qp_status st = qp_json_load(path, &root, err);
+    if (st)
+        return st;
+    char what[600];
+    snprintf(what, sizeof what, "'%s'", path);
+    const struct qp_json *o = qp_json_get(root, "metadata");
+    st = o ? qp_dump_meta_from_json(m, o, what, err)
+           : qp_fail(err, QP_E_FORMAT, "%s: no metadata object", what);
+    qp_json_free(root);
+    return st;
 }

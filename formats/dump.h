@@ -46,7 +46,8 @@ struct qp_dump;
  * tensor, recorded by `qprobe quantize`). Keys are unique; values are
  * arbitrary strings. Stored by each container in its own way: safetensors
  * __metadata__, HDF5 root attributes, an npz member "__qprobe__.json", the
- * index JSON of a raw directory, ".qprobe-meta.json" in an npy directory. */
+ * index JSON of a raw directory, ".qprobe-meta.json" in an npy directory
+ * (a pb directory ignores it). */
 struct qp_dump_meta {
     char **keys, **values; /* owned */
     size_t count, cap;
@@ -232,6 +233,14 @@ enum qp_status qp_dump_meta_from_json(struct qp_dump_meta *m,
 /* Adds m's entries as string members of JSON object obj; false on no
  * memory. */
 bool qp_dump_meta_to_json(const struct qp_dump_meta *m, struct qp_json *obj);
+
+/* A metadata file {"metadata": {"k": "v", ...}} for containers without a
+ * place of their own (npy directories): save writes it atomically; load
+ * adds its entries to m and does nothing when path does not exist. */
+enum qp_status qp_dump_meta_save(const char *path, const struct qp_dump_meta *m,
+                                 struct qp_error *err);
+enum qp_status qp_dump_meta_load(const char *path, struct qp_dump_meta *m,
+                                 struct qp_error *err);
 
 /* ---- helpers for directory backends (formats/dump-npy.c) ---------------- */
 
