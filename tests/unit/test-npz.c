@@ -79,27 +79,34 @@ static unsigned char *deflate_raw(const void *data, size_t len, size_t *out)
     return buf;
 }
 
-static bool write_zip(const char *path, const struct zmember *m, size_t n)
+/* Writes a zip of m[0..n). zip64: every size and offset in zip64 extra
+ * fields, with a zip64 end of central directory (what a writer does for
+ * archives over 4 GiB); otherwise only members flagged zip64 get the
+ * local extra field numpy.savez writes. */
+static bool write_zip(const char *path, const struct zmember *m, size_t n,
+                      bool zip64)
 {
     size_t cap = 1024;
     for (size_t i = 0; i < n; i++)
         cap += 2 * m[i].len + 2 * strlen(m[i].name) + 256;
     unsigned char *buf = malloc(cap), *p = buf;
-    uint32_t *offs = calloc(n, sizeof *offs), *crcs = calloc(n, sizeof *crcs);
+    uint64_t *offs = calloc(n, sizeof *offs);
+    uint32_t *crcs = calloc(n, sizeof *crcs);
     size_t *csz = calloc(n, sizeof *csz);
     for (size_t i = 0; i < n; i++) {
         size_t clen = m[i].len;
         unsigned char *comp = m[i].method ? deflate_raw(m[i].data, m[i].len, &clen)
                                           : NULL;
+        bool z = zip64 || m[i].zip64;
         crcs[i] = (uint32_t)crc32(0, m[i].data, (uInt)m[i].len) ^ (m[i].bad_crc ? 1 : 0);
         csz[i] = clen;
-        offs[i] = (uint32_t)(p - buf);
+        offs[i] = (uint64_t)(p - buf);
         put32(&p, 0x04034b50);
-        put_fields(&p, &m[i], crcs[i], clen, m[i].zip64);
-        put16(&p, m[i].zip64 ? 20 : 0);
+        put_fields(&p, &m[i], crcs[i], clen, z);
+        put16(&p, z ? 20 : 0);
         memcpy(p, m[i].name, strlen(m[i].name));
         p += strlen(m[i].name);
-        if (m[i].zip64) {
+        if (z) {
             put16(&p, 1);
             put16(&p, 16);
             put64(&p, m[i].len);
@@ -113,24 +120,48 @@ static bool write_zip(const char *path, const struct zmember *m, size_t n)
     for (size_t i = 0; i < n; i++) {
         put32(&p, 0x02014b50);
         put16(&p, 0x032d);
-        put_fields(&p, &m[i], crcs[i], csz[i], false);
-        put16(&p, 0);
+        put_fields(&p, &m[i], crcs[i], csz[i], zip64);
+        put16(&p, zip64 ? 28 : 0);
         put16(&p, 0);
         put16(&p, 0);
         put16(&p, 0);
         put32(&p, 0x01800000);
-        put32(&p, offs[i]);
+        put32(&p, zip64 ? 0xffffffffu : (uint32_t)offs[i]);
         memcpy(p, m[i].name, strlen(m[i].name));
         p += strlen(m[i].name);
+        if (zip64) { /* sizes and offset, in that order */
+            put16(&p, 1);
+            put16(&p, 24);
+            put64(&p, m[i].len);
+            put64(&p, csz[i]);
+            put64(&p, offs[i]);
+        }
     }
     size_t cdlen = (size_t)(p - cd);
+    if (zip64) { /* zip64 end of central directory, then its locator */
+        uint64_t at = (uint64_t)(p - buf);
+        put32(&p, 0x06064b50);
+        put64(&p, 44);
+        put16(&p, 45);
+        put16(&p, 45);
+        put32(&p, 0);
+        put32(&p, 0);
+        put64(&p, n);
+        put64(&p, n);
+        put64(&p, cdlen);
+        put64(&p, (uint64_t)(cd - buf));
+        put32(&p, 0x07064b50);
+        put32(&p, 0);
+        put64(&p, at);
+        put32(&p, 1);
+    }
     put32(&p, 0x06054b50);
     put16(&p, 0);
     put16(&p, 0);
-    put16(&p, (unsigned)n);
-    put16(&p, (unsigned)n);
-    put32(&p, (uint32_t)cdlen);
-    put32(&p, (uint32_t)(cd - buf));
+    put16(&p, zip64 ? 0xffff : (unsigned)n);
+    put16(&p, zip64 ? 0xffff : (unsigned)n);
+    put32(&p, zip64 ? 0xffffffffu : (uint32_t)cdlen);
+    put32(&p, zip64 ? 0xffffffffu : (uint32_t)(cd - buf));
     put16(&p, 0);
     bool ok = qp_test_write_file(path, buf, (size_t)(p - buf));
     free(buf);
@@ -215,23 +246,25 @@ QP_TEST(npz_quantized_tensors_and_metadata_roundtrip)
     free(path);
 }
 
-QP_TEST(npz_reads_numpy_savez_style_archives)
+QP_TEST(npz_reads_numpy_savez_style_and_zip64_archives)
 {
     /* numpy.savez: stored members with zip64 extra fields in the local
-     * headers; savez_compressed: the same, deflated */
+     * headers; savez_compressed: the same, deflated; archives over 4 GiB
+     * also have zip64 central directory fields and end records */
     int64_t s[2] = {3, 4};
     struct qp_tensor *a = dt_pattern_tensor("a", QP_DTYPE_F32, 2, s, 1);
     struct qp_tensor *b = dt_pattern_tensor("b", QP_DTYPE_I16, 1, s, 2);
     size_t la, lb;
     unsigned char *ia = npy_image(a, &la), *ib = npy_image(b, &lb);
     char *path = qp_test_path(ctx, "np.npz");
-    for (int method = 0; method <= 8; method += 8) {
-        struct zmember m[2] = {{"a.npy", ia, la, method, true, false},
-                               {"b.npy", ib, lb, method, true, false}};
-        REQUIRE(write_zip(path, m, 2));
-        struct qp_tensor *want[2] = {a, b};
-        dt_check_dump(ctx, path, want, 2);
-    }
+    for (int method = 0; method <= 8; method += 8)
+        for (int z = 0; z < 2; z++) { /* and as a full zip64 archive */
+            struct zmember m[2] = {{"a.npy", ia, la, method, true, false},
+                                   {"b.npy", ib, lb, method, true, false}};
+            REQUIRE(write_zip(path, m, 2, z));
+            struct qp_tensor *want[2] = {a, b};
+            dt_check_dump(ctx, path, want, 2);
+        }
     free(ia);
     free(ib);
     qp_tensor_free(a);
@@ -286,7 +319,7 @@ QP_TEST(npz_lists_from_headers_and_checks_crc_when_loading)
     unsigned char *ia = npy_image(a, &la);
     char *path = qp_test_path(ctx, "crc.npz");
     struct zmember m[1] = {{"a.npy", ia, la, 8, false, true}};
-    REQUIRE(write_zip(path, m, 1));
+    REQUIRE(write_zip(path, m, 1, false));
     struct qp_dump *d;
     REQUIRE_OK(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), &err);
     REQUIRE(qp_dump_count(d) == 1);
@@ -319,7 +352,7 @@ QP_TEST(npz_rejects_malformed_archives)
 
     /* truncated archive: the central directory is gone */
     struct zmember one[1] = {{"a.npy", ia, la, 0, false, false}};
-    REQUIRE(write_zip(path, one, 1));
+    REQUIRE(write_zip(path, one, 1, false));
     char *bytes;
     size_t len;
     REQUIRE_OK(qp_read_file(path, 1 << 20, &bytes, &len, &err), &err);
@@ -331,26 +364,26 @@ QP_TEST(npz_rejects_malformed_archives)
     /* a member that is not an npy file; one whose data is short */
     struct zmember junk[1] = {{"j.npy", "\x93NUMPX\x01\x00\x10\x00", 10, 0, false,
                                false}};
-    REQUIRE(write_zip(path, junk, 1));
+    REQUIRE(write_zip(path, junk, 1, false));
     CHECK_FAILS(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), QP_E_FORMAT, &err,
                 "bad.npz: member j.npy': not an npy file (bad magic)");
     struct zmember shortm[1] = {{"a.npy", ia, la - 4, 0, false, false}};
-    REQUIRE(write_zip(path, shortm, 1));
+    REQUIRE(write_zip(path, shortm, 1, false));
     CHECK_FAILS(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), QP_E_FORMAT, &err,
                 "bad.npz: member a.npy': npy data needs 32 bytes, file has 28");
     struct zmember hdr[1] = {{"a.npy", ia, 40, 8, false, false}};
-    REQUIRE(write_zip(path, hdr, 1));
+    REQUIRE(write_zip(path, hdr, 1, false));
     CHECK_FAILS(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), QP_E_FORMAT, &err,
                 "member a.npy': npy header length 118 exceeds the file (40 bytes)");
 
     /* the same member twice; two members naming the same tensor */
     struct zmember dup[2] = {{"a.npy", ia, la, 0, false, false},
                              {"a.npy", ia, la, 8, false, false}};
-    REQUIRE(write_zip(path, dup, 2));
+    REQUIRE(write_zip(path, dup, 2, false));
     CHECK_FAILS(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), QP_E_FORMAT, &err,
                 "bad.npz': two members of the archive have the same name");
     dup[1].name = "a";
-    REQUIRE(write_zip(path, dup, 2));
+    REQUIRE(write_zip(path, dup, 2, false));
     CHECK_FAILS(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), QP_E_FORMAT, &err,
                 "bad.npz': tensor name 'a' appears twice");
 
@@ -386,7 +419,7 @@ QP_TEST(npz_rejects_malformed_archives)
         struct zmember m[2] = {{"a.npy", ia, la, 0, false, false},
                                {QP_NPZ_INFO_MEMBER, infos[i].info,
                                 strlen(infos[i].info), 8, false, false}};
-        REQUIRE(write_zip(path, m, 2));
+        REQUIRE(write_zip(path, m, 2, false));
         CHECK_FAILS(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), infos[i].status,
                     &err, infos[i].msg);
         CHECK_CONTAINS(err.msg, "bad.npz");
