@@ -219,9 +219,8 @@ enum qp_status qp_dump_infos_parse(const char *text, const char *what,
                      what, qp_json_type_name(qp_json_type(tens)));
     else if (md && meta)
         st = qp_dump_meta_from_json(meta, md, what, err);
-    size_t n = qp_json_size(tens), first = s->n;
-    for (size_t k = 0; k < n && !st; k++) {
-        const struct qp_json *o = qp_json_at(tens, k);
+    size_t first = s->n;
+    for (const struct qp_json *o = qp_json_first(tens); o && !st; o = qp_json_next(o)) {
         struct qp_dump_info *i = infos_push(s, qp_json_key(o), err);
         st = i ? parse_one(o, what, i, err) : QP_E_NOMEM;
     }
@@ -356,10 +355,8 @@ enum qp_status qp_dump_info_companions(const struct qp_tensor *t,
 
 enum qp_status qp_dump_info_write(struct qp_dump_infos *s,
                                   const struct qp_tensor *t, bool as_bytes,
-                                  enum qp_status (*write)(void *ctx,
-                                                          const struct qp_tensor *stored,
-                                                          struct qp_error *err),
-                                  void *ctx, struct qp_error *err)
+                                  qp_dump_store_fn write, void *ctx,
+                                  struct qp_error *err)
 {
     struct qp_tensor *view = NULL, *sc = NULL, *zp = NULL;
     enum qp_status st = as_bytes ? qp_dump_bytes_view(t, &view, err) : QP_OK;

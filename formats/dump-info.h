@@ -84,15 +84,18 @@ enum qp_status qp_dump_info_retype(struct qp_tensor *t,
 enum qp_status qp_dump_infos_apply(struct qp_dump *d, struct qp_dump_infos *s,
                                    struct qp_error *err);
 
+/* Stores one tensor as the container holds it. */
+typedef enum qp_status (*qp_dump_store_fn)(void *ctx,
+                                           const struct qp_tensor *stored,
+                                           struct qp_error *err);
+
 /* For writers: records t in s and calls write(ctx, stored, err) for t as
  * the container stores it (its u8 view when as_bytes), then for its
  * companions when t is quantized (qp_dump_info_companions). */
 enum qp_status qp_dump_info_write(struct qp_dump_infos *s,
                                   const struct qp_tensor *t, bool as_bytes,
-                                  enum qp_status (*write)(void *ctx,
-                                                          const struct qp_tensor *stored,
-                                                          struct qp_error *err),
-                                  void *ctx, struct qp_error *err);
+                                  qp_dump_store_fn write, void *ctx,
+                                  struct qp_error *err);
 
 /* Companion tensors of quantized t (see qp_dump_companions), falling back
  * to the canonical scale shape (t's shape with the axis dim replaced by
@@ -111,6 +114,7 @@ bool qp_dump_json_int(const struct qp_json *n, int64_t lo, int64_t hi,
 /* Reads a JSON array of at most QP_MAX_DIMS non-negative integers into
  * shape; QP_E_FORMAT naming `what` otherwise. */
 enum qp_status qp_dump_json_shape(const struct qp_json *n, const char *what,
-                             int *ndim, int64_t *shape, struct qp_error *err);
+                                  int *ndim, int64_t *shape,
+                                  struct qp_error *err);
 
 #endif

@@ -7,39 +7,45 @@
 #include "formats/dump.h"
 #include "formats/json.h"
 
-enum qp_status qp_dump_meta_set(struct qp_dump_meta *m, const char *key,
-                                const char *value, struct qp_error *err)
+/* Adds a key known to be absent. */
+static enum qp_status meta_append(struct qp_dump_meta *m, const char *key,
+                                  const char *value, struct qp_error *err)
 {
-    char *v = strdup(value);
-    if (!v)
-        return qp_fail(err, QP_E_NOMEM, "out of memory");
-    for (size_t i = 0; i < m->count; i++)
-        if (!strcmp(m->keys[i], key)) {
-            free(m->values[i]);
-            m->values[i] = v;
-            return QP_OK;
-        }
     if (m->count == m->cap) {
         size_t cap = m->cap ? 2 * m->cap : 8;
         char **k = realloc(m->keys, cap * sizeof *k);
         if (k)
             m->keys = k;
-        char **vv = k ? realloc(m->values, cap * sizeof *vv) : NULL;
-        if (!vv) {
-            free(v);
+        char **v = k ? realloc(m->values, cap * sizeof *v) : NULL;
+        if (!v)
             return qp_fail(err, QP_E_NOMEM, "out of memory");
-        }
-        m->values = vv;
+        m->values = v;
         m->cap = cap;
     }
-    char *k = strdup(key);
-    if (!k) {
+    char *k = strdup(key), *v = strdup(value);
+    if (!k || !v) {
+        free(k);
         free(v);
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     }
     m->keys[m->count] = k;
     m->values[m->count++] = v;
     return QP_OK;
+}
+
+enum qp_status qp_dump_meta_set(struct qp_dump_meta *m, const char *key,
+                                const char *value, struct qp_error *err)
+{
+    for (size_t i = 0; i < m->count; i++)
+        if (!strcmp(m->keys[i], key)) {
+            char *v = strdup(value);
+            if (!v)
+                return qp_fail(err, QP_E_NOMEM, "out of memory");
+            free(m->values[i]);
+            m->values[i] = v;
+            return QP_OK;
+        }
+    return meta_append(m, key, value, err);
 }
 
 const char *qp_dump_meta_get(const struct qp_dump_meta *m, const char *key)
@@ -101,29 +107,29 @@ enum qp_status qp_dump_meta_from_json(struct qp_dump_meta *m,
     if (!keys)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     enum qp_status st = QP_OK;
-    for (size_t i = 0; i < n && !st; i++) {
-        const struct qp_json *e = qp_json_at(obj, i);
+    size_t i = 0;
+    for (const struct qp_json *e = qp_json_first(obj); e && !st; e = qp_json_next(e)) {
         const char *v;
-        keys[i] = qp_json_key(e);
+        keys[i++] = qp_json_key(e);
         if (!qp_json_str(e, &v))
             st = qp_fail(err, QP_E_FORMAT, "%s: metadata value '%s' is a %s, "
-                         "expected a string", what, keys[i],
+                         "expected a string", what, keys[i - 1],
                          qp_json_type_name(qp_json_type(e)));
     }
     if (!st && n > 1) { /* a JSON object may repeat a key */
         qsort(keys, n, sizeof *keys, cmp_str);
-        for (size_t i = 1; i < n && !st; i++)
-            if (!strcmp(keys[i - 1], keys[i]))
+        for (size_t k = 1; k < n && !st; k++)
+            if (!strcmp(keys[k - 1], keys[k]))
                 st = qp_fail(err, QP_E_FORMAT, "%s: metadata key '%s' appears "
-                             "twice", what, keys[i]);
+                             "twice", what, keys[k]);
     }
     free(keys);
-    for (size_t i = 0; i < n && !st; i++) {
-        const struct qp_json *e = qp_json_at(obj, i);
-        const char *v;
+    bool fresh = m->count == 0; /* keys are unique: no lookups needed */
+    for (const struct qp_json *e = qp_json_first(obj); e && !st; e = qp_json_next(e)) {
+        const char *v, *k = qp_json_key(e);
         qp_json_str(e, &v);
-        if (strcmp(qp_json_key(e), QP_DUMP_META_RESERVED))
-            st = qp_dump_meta_set(m, qp_json_key(e), v, err);
+        if (strcmp(k, QP_DUMP_META_RESERVED))
+            st = fresh ? meta_append(m, k, v, err) : qp_dump_meta_set(m, k, v, err);
     }
     return st;
 }

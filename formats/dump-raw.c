@@ -44,8 +44,8 @@ static enum qp_status read_values(const struct qp_json *n, const char *what,
     *out = malloc(k * 4 + 1);
     if (!*out)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    for (size_t i = 0; i < k; i++) {
-        const struct qp_json *e = arr ? qp_json_at(n, i) : n;
+    const struct qp_json *e = arr ? qp_json_first(n) : n;
+    for (size_t i = 0; i < k; i++, e = qp_json_next(e)) {
         double v;
         int64_t iv;
         if (zp ? !qp_dump_json_int(e, INT32_MIN, INT32_MAX, &iv)
@@ -385,9 +385,7 @@ static enum qp_status read_index(struct qp_dump *d, struct raw_reader *r,
     char what[700];
     snprintf(what, sizeof what, "'%s'", ipath);
     enum qp_status st = md ? qp_dump_meta_from_json(&d->meta, md, what, err) : QP_OK;
-    size_t n = qp_json_size(tens);
-    for (size_t i = 0; i < n && !st; i++) {
-        const struct qp_json *o = qp_json_at(tens, i);
+    for (const struct qp_json *o = qp_json_first(tens); o && !st; o = qp_json_next(o)) {
         const char *name = qp_json_key(o), *file;
         struct raw_spec sp;
         snprintf(what, sizeof what, "'%s': tensor '%s'", ipath, name);

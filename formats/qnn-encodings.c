@@ -72,24 +72,16 @@ static bool truthy(const struct qp_json *n)
     return qp_json_str(n, &s) && !strcasecmp(s, "true");
 }
 
-/* The i-th number of n: n itself when it is a number (i == 0). */
-static bool num_at(const struct qp_json *n, size_t i, double *v)
-{
-    if (qp_json_type(n) == QP_JSON_ARRAY)
-        return qp_json_num(qp_json_at(n, i), v);
-    return i == 0 && qp_json_num(n, v);
-}
-
-/* Slot `slot` of enc from value i of scale / offset (each a number or an
- * array of numbers). */
+/* Slot `slot` of enc from the number nodes sc and off (off may be NULL:
+ * offset 0). */
 static enum qp_status take_values(const struct qp_json *sc, const struct qp_json *off,
-                                  size_t i, size_t slot, const char *where,
+                                  size_t slot, const char *where,
                                   struct qp_qnn_encoding *enc, struct qp_error *err)
 {
     double s, o = 0;
-    if (!num_at(sc, i, &s) || !isfinite(s))
+    if (!qp_json_num(sc, &s) || !isfinite(s))
         return qp_fail(err, QP_E_FORMAT, "%s: scale is not a finite number", where);
-    if (off && (!num_at(off, i, &o) || o != floor(o) || fabs(o) > 2147483647.0))
+    if (off && (!qp_json_num(off, &o) || o != floor(o) || fabs(o) > 2147483647.0))
         return qp_fail(err, QP_E_FORMAT, "%s: offset is not an integer", where);
     enc->scale[slot] = (float)s;
     enc->zero_point[slot] = (int32_t)-o; /* QNN: real = scale * (q + offset) */
@@ -148,13 +140,11 @@ static enum qp_status parse_legacy(const struct qp_json *grp, const char *what,
                                    const char *gname, struct qp_qnn_encodings *e,
                                    struct qp_error *err)
 {
-    size_t n = qp_json_size(grp);
-    for (size_t i = 0; i < n; i++) {
-        const struct qp_json *t = qp_json_at(grp, i);
+    for (const struct qp_json *t = qp_json_first(grp); t; t = qp_json_next(t)) {
         const char *name = qp_json_key(t);
         bool list = qp_json_type(t) == QP_JSON_ARRAY;
         size_t count = list ? qp_json_size(t) : 1;
-        const struct qp_json *first = list ? qp_json_at(t, 0) : t;
+        const struct qp_json *first = list ? qp_json_first(t) : t;
         char where[700];
         snprintf(where, sizeof where, "%s: %s['%s']", what, gname, name);
         if (qp_json_type(first) != QP_JSON_OBJECT)
@@ -169,15 +159,15 @@ static enum qp_status parse_legacy(const struct qp_json *grp, const char *what,
             return st;
         st = bitwidth(first, where, &enc->bitwidth, err);
         enc->symmetric = truthy(qp_json_get(first, "is_symmetric"));
-        for (size_t c = 0; c < count && !st; c++) {
-            const struct qp_json *o = list ? qp_json_at(t, c) : t;
+        const struct qp_json *o = first;
+        for (size_t c = 0; c < count && !st; c++, o = qp_json_next(o)) {
             snprintf(where, sizeof where, "%s: %s['%s'][%zu]", what, gname, name, c);
             if (qp_json_type(o) != QP_JSON_OBJECT)
                 st = qp_fail(err, QP_E_FORMAT, "%s is a %s, expected an object",
                              where, qp_json_type_name(qp_json_type(o)));
             else
                 st = take_values(qp_json_get(o, "scale"), qp_json_get(o, "offset"),
-                                 0, c, where, enc, err);
+                                 c, where, enc, err);
         }
         if (st)
             return st;
@@ -190,9 +180,8 @@ static enum qp_status parse_v1(const struct qp_json *grp, const char *what,
                                const char *gname, struct qp_qnn_encodings *e,
                                struct qp_error *err)
 {
-    size_t n = qp_json_size(grp);
-    for (size_t i = 0; i < n; i++) {
-        const struct qp_json *o = qp_json_at(grp, i);
+    size_t i = 0;
+    for (const struct qp_json *o = qp_json_first(grp); o; o = qp_json_next(o), i++) {
         const char *name, *type = "PER_TENSOR";
         char where[700];
         snprintf(where, sizeof where, "%s: %s[%zu]", what, gname, i);
@@ -218,8 +207,15 @@ static enum qp_status parse_v1(const struct qp_json *grp, const char *what,
             return st;
         st = bitwidth(o, where, &enc->bitwidth, err);
         enc->symmetric = truthy(qp_json_get(o, "is_sym"));
-        for (size_t c = 0; c < count && !st; c++)
-            st = take_values(sc, off, c, c, where, enc, err);
+        bool arr = qp_json_type(sc) == QP_JSON_ARRAY,
+             oarr = qp_json_type(off) == QP_JSON_ARRAY;
+        const struct qp_json *s = arr ? qp_json_first(sc) : sc,
+                             *f = oarr ? qp_json_first(off) : off;
+        for (size_t c = 0; c < count && !st; c++) {
+            st = take_values(s, f, c, where, enc, err);
+            s = qp_json_next(s);
+            f = oarr ? qp_json_next(f) : f;
+        }
         if (st)
             return st;
     }

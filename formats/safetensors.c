@@ -167,8 +167,7 @@ static enum qp_status parse_root(const char *what, const struct qp_json *root,
     if (!h->tensors)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     bool have_meta = false;
-    for (size_t i = 0; i < n; i++) {
-        const struct qp_json *o = qp_json_at(root, i);
+    for (const struct qp_json *o = qp_json_first(root); o; o = qp_json_next(o)) {
         enum qp_status st;
         if (strcmp(qp_json_key(o), "__metadata__")) {
             st = parse_entry(what, o, data_len, &h->tensors[h->count], err);
@@ -385,9 +384,8 @@ static enum qp_status index_shards(const char *index, struct qp_json **root,
     if (!dir)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     char **names = NULL;
-    size_t k = 0, m = qp_json_size(wm);
-    for (size_t i = 0; i < m && !st; i++) {
-        const struct qp_json *e = qp_json_at(wm, i);
+    size_t k = 0;
+    for (const struct qp_json *e = qp_json_first(wm); e && !st; e = qp_json_next(e)) {
         const char *file;
         if (!qp_json_str(e, &file))
             st = qp_fail(err, QP_E_FORMAT, "'%s': weight_map['%s'] is a %s, "
@@ -489,9 +487,7 @@ static enum qp_status check_shards(struct st_reader *r, const char *index_path,
                          r->shards[v[i - 1].shard].path,
                          r->shards[v[i].shard].path, v[i].name);
     const struct qp_json *wm = qp_json_get(index, "weight_map");
-    size_t m = index ? qp_json_size(wm) : 0;
-    for (size_t i = 0; i < m && !st; i++) {
-        const struct qp_json *e = qp_json_at(wm, i);
+    for (const struct qp_json *e = qp_json_first(wm); e && !st; e = qp_json_next(e)) {
         const char *file;
         qp_json_str(e, &file);
         struct name_ref key = {qp_json_key(e), 0};
