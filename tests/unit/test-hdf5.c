@@ -413,3 +413,23 @@ QP_TEST(hdf5_writer_is_atomic)
     qp_tensor_free(t);
     free(path);
 }
+
+QP_TEST(hdf5_scale_attributes_over_64k)
+{
+    /* 131072 block scales: 512 KiB, past the 64 KiB limit of compact
+     * attribute storage */
+    struct qp_error err;
+    char *path = qp_test_path(ctx, "big.h5");
+    int64_t s[2] = {256, 1024};
+    struct qp_tensor *t = dt_pattern_tensor("w", QP_DTYPE_I4, 2, s, 3);
+    size_t n = 256 * 512;
+    float *sc = malloc(n * sizeof *sc);
+    for (size_t i = 0; i < n; i++)
+        sc[i] = 1.0f / (float)(i + 1);
+    REQUIRE_OK(qp_tensor_set_qparams(t, n, sc, NULL, 1, 2, &err), &err);
+    REQUIRE(dt_write_dump(path, QP_DUMP_HDF5, &t, 1, NULL, &err));
+    dt_check_dump(ctx, path, &t, 1);
+    free(sc);
+    qp_tensor_free(t);
+    free(path);
+}
