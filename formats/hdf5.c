@@ -132,8 +132,12 @@ static enum qp_status attr_open(hid_t obj, const char *name, const char *what,
     return QP_OK;
 }
 
-enum qp_status qp_h5_str_attr(hid_t obj, const char *name, const char *what,
-                              char **out, struct qp_error *err)
+/* The value of obj's string attribute `name` into a malloc'd *out. Our
+ * string attributes (name, layout, dtype; the root's metadata) may mean
+ * something else in files from other tools: *out is NULL when obj has no
+ * such attribute or its value is not one string. */
+static enum qp_status opt_str_attr(hid_t obj, const char *name, const char *what,
+                                   char **out, struct qp_error *err)
 {
     *out = NULL;
     hid_t ids[3], mt = H5I_INVALID_HID;
@@ -143,8 +147,7 @@ enum qp_status qp_h5_str_attr(hid_t obj, const char *name, const char *what,
         return st;
     hid_t a = ids[0], t = ids[1], sp = ids[2];
     if (H5Tget_class(t) != H5T_STRING || H5Sget_simple_extent_npoints(sp) != 1) {
-        st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' is not a single string",
-                     what, name);
+        /* not ours: ignored */
     } else if (H5Tis_variable_str(t) > 0) {
         char *s = NULL;
         mt = H5Tcopy(H5T_C_S1);
@@ -421,19 +424,19 @@ static enum qp_status add_dataset(struct qp_dump *d, struct h5_reader *r,
         shape[i] = (int64_t)dims[i];
     }
     if (!st)
-        st = qp_h5_str_attr(ds, "dtype", what, &packed, err);
-    if (!st && packed) { /* unpacked 2/3/4-bit values */
-        enum qp_dtype p;
-        if (!qp_dtype_from_name(packed, &p) || !qp_dtype_is_packed(p) ||
-            !qp_dtype_is_int(dtype) || qp_dtype_traits(dtype)->bits != 8)
+        st = opt_str_attr(ds, "dtype", what, &packed, err);
+    enum qp_dtype p;
+    if (!st && packed && qp_dtype_from_name(packed, &p) && qp_dtype_is_packed(p)) {
+        /* unpacked 2/3/4-bit values, one per 8-bit integer */
+        if (!qp_dtype_is_int(dtype) || qp_dtype_traits(dtype)->bits != 8)
             st = qp_fail(err, QP_E_FORMAT, "%s: attribute dtype '%s' does not "
-                         "describe 8-bit data as a packed type", what, packed);
+                         "describe %s data", what, packed, qp_dtype_name(dtype));
         dtype = p;
     }
     if (!st)
-        st = qp_h5_str_attr(ds, "name", what, &name, err);
+        st = opt_str_attr(ds, "name", what, &name, err);
     if (!st)
-        st = qp_h5_str_attr(ds, "layout", what, &layout, err);
+        st = opt_str_attr(ds, "layout", what, &layout, err);
     if (!st)
         st = qp_tensor_new_desc(name ? name : path, dtype, ndim, shape, &desc, err);
     if (!st && qp_dtype_is_int(dtype))
@@ -604,12 +607,8 @@ static enum qp_status read_meta(struct qp_dump *d, struct h5_reader *r,
                       : rc < 0  ? qp_h5_fail(err, QP_E_FORMAT, what)
                                 : QP_OK;
     for (size_t i = 0; i < l.n && !st; i++) {
-        hid_t a = H5Aopen(root, l.v[i], H5P_DEFAULT);
-        hid_t t = a < 0 ? H5I_INVALID_HID : H5Aget_type(a);
-        bool str = t >= 0 && H5Tget_class(t) == H5T_STRING;
-        qp_h5_close(2, (hid_t[]){t, a});
         char *v = NULL;
-        if (str && !(st = qp_h5_str_attr(root, l.v[i], what, &v, err)))
+        if (!(st = opt_str_attr(root, l.v[i], what, &v, err)) && v)
             st = qp_dump_meta_set(&d->meta, l.v[i], v, err);
         free(v);
     }

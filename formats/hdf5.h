@@ -18,7 +18,10 @@
  * not all zero), "axis" (i32, -1 per tensor) and "block_size" (i64, 0
  * unless blocked); "layout" is a string attribute. The dump's metadata
  * are string attributes of the root group. Chunked and compressed
- * datasets written by other tools read like any other.
+ * datasets written by other tools read like any other; their attributes
+ * "name", "layout" and "dtype" are ignored unless they are strings (and
+ * "dtype" unless it names a packed type), as those tools may mean other
+ * things by them.
  *
  * HDF5's own error printing is turned off; its failures become messages
  * naming the file and dataset. The writer creates the file under a
@@ -47,12 +50,6 @@ void qp_h5_close(size_t n, const hid_t *ids);
  * carrier), little-endian; the caller closes it. H5I_INVALID_HID on
  * failure. */
 hid_t qp_h5_type(enum qp_dtype dtype);
-
-/* The value of obj's string attribute `name` into a malloc'd *out (NULL
- * when obj has no such attribute); QP_E_FORMAT naming `what` when it is
- * not a single string. */
-enum qp_status qp_h5_str_attr(hid_t obj, const char *name, const char *what,
-                              char **out, struct qp_error *err);
 
 /* Writes a scalar variable-length UTF-8 string attribute. */
 enum qp_status qp_h5_put_str_attr(hid_t obj, const char *name, const char *value,
