@@ -19,6 +19,7 @@
 #include "formats/npy.h"
 
 #define ORDER_FILE ".qprobe-order"
+#define META_FILE ".qprobe-meta.json" /* the dump's metadata, when it has some */
 
 /* ---- name escaping ------------------------------------------------------ */
 
@@ -168,7 +169,8 @@ enum qp_status qp_dump_scan_dir(const char *root, const char *ext,
         list_free(&l);
         return st;
     }
-    qsort(l.rel, l.n, sizeof *l.rel, cmp_natural);
+    if (l.n) /* l.rel is NULL when nothing matched */
+        qsort(l.rel, l.n, sizeof *l.rel, cmp_natural);
     char *order_path = qp_path_join(root, ORDER_FILE), *text = NULL;
     if (order_path && qp_read_file(order_path, (size_t)1 << 30, &text, NULL,
                                    NULL) == QP_OK) {
@@ -241,6 +243,10 @@ static enum qp_status npy_dir_open(struct qp_dump *d, struct qp_error *err)
     free(rel);
     if (!st)
         st = qp_dump_attach_companions(d, err);
+    char *meta = st ? NULL : qp_path_join(d->path, META_FILE);
+    if (meta)
+        st = qp_dump_meta_load(meta, &d->meta, err);
+    free(meta);
     return st;
 }
 
@@ -354,14 +360,18 @@ static enum qp_status npy_dir_w_commit(struct qp_dump_writer *w,
                                        struct qp_error *err)
 {
     struct npy_dir_writer *nw = w->impl;
-    int bad = fclose(nw->order) != 0;
-    enum qp_status st;
-    if (bad) {
+    enum qp_status st = fclose(nw->order) != 0
+                            ? qp_fail(err, QP_E_IO, "'%s': write failed", w->path)
+                            : QP_OK;
+    char *meta = !st && w->meta.count ? qp_path_join(nw->od->tmp_path, META_FILE)
+                                      : NULL;
+    if (meta)
+        st = qp_dump_meta_save(meta, &w->meta, err);
+    free(meta);
+    if (st)
         qp_outdir_abort(nw->od);
-        st = qp_fail(err, QP_E_IO, "'%s': write failed", w->path);
-    } else {
+    else
         st = qp_outdir_commit(nw->od, err);
-    }
     free(nw);
     return st;
 }

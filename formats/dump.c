@@ -69,11 +69,13 @@ static enum qp_dump_format detect_dir(const char *path)
     DIR *d = opendir(path);
     if (!d)
         return QP_DUMP_NPY_DIR;
-    int npy = 0, pb = 0, raw = 0;
+    int npy = 0, pb = 0, raw = 0, st = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
         npy += qp_str_ends_with(de->d_name, ".npy");
         pb += qp_str_ends_with(de->d_name, ".pb");
+        st += qp_str_ends_with(de->d_name, ".safetensors") ||
+              qp_str_ends_with(de->d_name, ".safetensors.index.json");
         raw += qp_str_ends_with(de->d_name, ".raw") ||
                qp_str_ends_with(de->d_name, ".bin") ||
                qp_str_ends_with(de->d_name, ".json");
@@ -85,6 +87,8 @@ static enum qp_dump_format detect_dir(const char *path)
         return QP_DUMP_NPY_DIR;
     if (pb)
         return QP_DUMP_PB_DIR;
+    if (st) /* a (sharded) checkpoint directory */
+        return QP_DUMP_SAFETENSORS;
     if (raw)
         return QP_DUMP_RAW_DIR;
     return QP_DUMP_NPY_DIR;
@@ -123,6 +127,7 @@ static void dump_free(struct qp_dump *d)
     free(d->entries);
     free(d->backing);
     free(d->path);
+    qp_dump_meta_release(&d->meta);
     free(d);
 }
 
@@ -462,6 +467,7 @@ static void writer_free(struct qp_dump_writer *w)
         free(w->names[i]);
     free(w->names);
     free(w->path);
+    qp_dump_meta_release(&w->meta);
     free(w);
 }
 

@@ -42,6 +42,20 @@ enum qp_dump_format {
 
 struct qp_dump;
 
+/* String key/value metadata of a dump (e.g. the quantization scheme of each
+ * tensor, recorded by `qprobe quantize`). Keys are unique; values are
+ * arbitrary strings. Stored by each container in its own way: safetensors
+ * __metadata__, HDF5 root attributes, an npz member "__qprobe__.json", the
+ * index JSON of a raw directory, ".qprobe-meta.json" in an npy directory
+ * (a pb directory ignores it). */
+struct qp_dump_meta {
+    char **keys, **values; /* owned */
+    size_t count, cap;
+};
+
+/* The key containers reserve for their own bookkeeping; writers refuse it. */
+#define QP_DUMP_META_RESERVED "__qprobe__"
+
 /* A backend. open fills d->entries / d->count (descriptors, owned by the
  * dump) and may keep private state in d->impl; load returns a new tensor
  * for entry i (data owned or borrowed from a mapping; the caller frees it);
@@ -63,6 +77,7 @@ struct qp_dump {
     size_t *backing;            /* entries[i] is backend entry backing[i] */
     size_t count;
     void *impl;                 /* backend state */
+    struct qp_dump_meta meta;   /* filled by the backend's open */
 };
 
 /* Opens path as a dump (format QP_DUMP_AUTO detects it). *out belongs to
@@ -88,6 +103,18 @@ enum qp_status qp_dump_load(struct qp_dump *d, size_t i, struct qp_tensor **out,
                             struct qp_error *err);
 
 void qp_dump_close(struct qp_dump *d);
+
+/* Metadata value of key, or NULL; borrowed from the dump. */
+const char *qp_dump_meta(const struct qp_dump *d, const char *key);
+
+/* Number of metadata entries and entry i (0 <= i < count), in the order the
+ * container holds them. */
+static inline size_t qp_dump_meta_count(const struct qp_dump *d)
+{
+    return d->meta.count;
+}
+void qp_dump_meta_at(const struct qp_dump *d, size_t i, const char **key,
+                     const char **value);
 
 /* For backends: called at the end of open, after the backend filled
  * d->entries with all its tensors (d->backing may be NULL: identity). For
@@ -133,6 +160,7 @@ struct qp_dump_writer {
     void *impl;
     char **names; /* names added so far, to refuse duplicates */
     size_t count, cap;
+    struct qp_dump_meta meta; /* written by the backend's commit */
 };
 
 /* Starts writing a dump at path; nothing appears at path until commit.
@@ -148,6 +176,13 @@ enum qp_status qp_dump_writer_open(const char *path, enum qp_dump_format format,
 enum qp_status qp_dump_writer_add(struct qp_dump_writer *w,
                                   const struct qp_tensor *t,
                                   struct qp_error *err);
+
+/* Sets metadata key to value (copied; a second call replaces the value).
+ * Any time before commit. QP_E_INVAL for an empty key or the reserved
+ * QP_DUMP_META_RESERVED. */
+enum qp_status qp_dump_writer_set_meta(struct qp_dump_writer *w,
+                                       const char *key, const char *value,
+                                       struct qp_error *err);
 
 /* Finishes the dump and renames it into place; frees w. */
 enum qp_status qp_dump_writer_commit(struct qp_dump_writer *w,
@@ -173,6 +208,39 @@ enum qp_status qp_dump_companions(const struct qp_tensor *t,
                                   struct qp_tensor **zp, struct qp_error *err);
 
 
+
+/* ---- metadata helpers for backends ------------------------------------ */
+
+/* Sets (or replaces) key in m; both strings copied. */
+enum qp_status qp_dump_meta_set(struct qp_dump_meta *m, const char *key,
+                                const char *value, struct qp_error *err);
+
+/* Value of key in m, or NULL. */
+const char *qp_dump_meta_get(const struct qp_dump_meta *m, const char *key);
+
+/* Frees the entries of m and zeroes it. */
+void qp_dump_meta_release(struct qp_dump_meta *m);
+
+struct qp_json;
+
+/* Adds (or replaces) every member of JSON object obj in m; each value must
+ * be a string and each key unique in obj (QP_E_FORMAT naming `what` and
+ * the key otherwise). Members named QP_DUMP_META_RESERVED are skipped. */
+enum qp_status qp_dump_meta_from_json(struct qp_dump_meta *m,
+                                      const struct qp_json *obj,
+                                      const char *what, struct qp_error *err);
+
+/* Adds m's entries as string members of JSON object obj; false on no
+ * memory. */
+bool qp_dump_meta_to_json(const struct qp_dump_meta *m, struct qp_json *obj);
+
+/* A metadata file {"metadata": {"k": "v", ...}} for containers without a
+ * place of their own (npy directories): save writes it atomically; load
+ * adds its entries to m and does nothing when path does not exist. */
+enum qp_status qp_dump_meta_save(const char *path, const struct qp_dump_meta *m,
+                                 struct qp_error *err);
+enum qp_status qp_dump_meta_load(const char *path, struct qp_dump_meta *m,
+                                 struct qp_error *err);
 
 /* ---- helpers for directory backends (formats/dump-npy.c) ---------------- */
 

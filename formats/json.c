@@ -111,6 +111,19 @@ const struct qp_json *qp_json_at(const struct qp_json *n, size_t i)
     return Q((cJSON *)e);
 }
 
+const struct qp_json *qp_json_first(const struct qp_json *n)
+{
+    const cJSON *c = J(n);
+    if (!cJSON_IsArray(c) && !cJSON_IsObject(c))
+        return NULL;
+    return Q(c->child);
+}
+
+const struct qp_json *qp_json_next(const struct qp_json *e)
+{
+    return e ? Q(J(e)->next) : NULL;
+}
+
 const char *qp_json_key(const struct qp_json *n)
 {
     return n ? J(n)->string : NULL;

@@ -45,6 +45,11 @@ const struct qp_json *qp_json_get(const struct qp_json *n, const char *key);
 size_t qp_json_size(const struct qp_json *n);
 /* i-th array element or object member (in document order). */
 const struct qp_json *qp_json_at(const struct qp_json *n, size_t i);
+/* Iteration in O(1) per step (qp_json_at walks from the start): the first
+ * array element or object member of n, and the one after e; NULL at the
+ * end or when n is not an array or object. */
+const struct qp_json *qp_json_first(const struct qp_json *n);
+const struct qp_json *qp_json_next(const struct qp_json *e);
 /* The key of an object member node, or NULL. */
 const char *qp_json_key(const struct qp_json *n);
 

@@ -21,7 +21,10 @@
  * nbytes set) and data bytes are only checked for presence. When map is
  * non-NULL and buf lies inside it, C-order aligned little-endian data is
  * borrowed from the mapping; otherwise it is copied. *out belongs to the
- * caller. Every malformed case returns QP_E_FORMAT with a message. */
+ * caller. Every malformed case returns QP_E_FORMAT with a message.
+ * header_only reads no byte past the end of the header, so buf may hold
+ * just the header while len is the size of the whole image (formats/npz.c
+ * lists archive members from their first bytes this way). */
 enum qp_status qp_fmt_npy_parse(const char *what, const void *buf, size_t len,
                                 const char *name, struct qp_mmap *map,
                                 bool header_only, struct qp_tensor **out,
