@@ -1,13 +1,189 @@
 #include "formats/dump-files.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/fileio.h"
 #include "core/outfile.h"
 
-#define ORDER_FILE ".qprobe-order" /* as read by qp_dump_scan_dir */
+#define ORDER_FILE ".qprobe-order"     /* file order, see qp_dump_scan_dir */
+#define META_FILE ".qprobe-meta.json"  /* the dump's metadata, when it has some */
+
+/* ---- name escaping ------------------------------------------------------ */
+
+static bool plain_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+/* malloc'd file name for tensor name + ext. A leading '.' is escaped too so
+ * no tensor becomes a hidden file. */
+char *qp_dump_escape_name(const char *name, const char *ext)
+{
+    size_t n = strlen(name), e = strlen(ext);
+    char *r = malloc(3 * n + e + 1);
+    if (!r)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (plain_char(c) && !(i == 0 && c == '.')) {
+            r[k++] = (char)c;
+        } else {
+            static const char hex[] = "0123456789ABCDEF";
+            r[k++] = '%';
+            r[k++] = hex[c >> 4];
+            r[k++] = hex[c & 15];
+        }
+    }
+    memcpy(r + k, ext, e + 1);
+    return r;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Decodes %XX escapes in place (an invalid escape is kept literally). */
+void qp_dump_unescape_name(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        int hi, lo;
+        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0) {
+            *w++ = (char)(hi << 4 | lo);
+            r += 2;
+        } else {
+            *w++ = *r;
+        }
+    }
+    *w = '\0';
+}
+
+/* ---- directory scanning, shared by directory dumps ------------------------ */
+
+struct file_list {
+    char **rel; /* paths relative to the root */
+    size_t n, cap;
+};
+
+static enum qp_status list_push(struct file_list *l, const char *rel,
+                                struct qp_error *err)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        char **nr = realloc(l->rel, cap * sizeof *nr);
+        if (!nr)
+            return qp_fail(err, QP_E_NOMEM, "out of memory");
+        l->rel = nr;
+        l->cap = cap;
+    }
+    if (!(l->rel[l->n] = strdup(rel)))
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    l->n++;
+    return QP_OK;
+}
+
+static void list_free(struct file_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->rel[i]);
+    free(l->rel);
+}
+
+static enum qp_status scan(const char *root, const char *rel, const char *ext,
+                           int depth, struct file_list *l, struct qp_error *err)
+{
+    char *dir = *rel ? qp_path_join(root, rel) : strdup(root);
+    if (!dir)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    DIR *d = opendir(dir);
+    if (!d) {
+        enum qp_status st = qp_fail(err, QP_E_IO, "'%s': cannot open directory: %s",
+                                    dir, strerror(errno));
+        free(dir);
+        return st;
+    }
+    enum qp_status st = QP_OK;
+    struct dirent *de;
+    while (!st && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char *r = *rel ? qp_path_join(rel, de->d_name) : strdup(de->d_name);
+        char *full = qp_path_join(dir, de->d_name);
+        if (!r || !full) {
+            st = qp_fail(err, QP_E_NOMEM, "out of memory");
+        } else {
+            struct stat sb;
+            if (stat(full, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+                if (depth < 8)
+                    st = scan(root, r, ext, depth + 1, l, err);
+            } else if (qp_str_ends_with(de->d_name, ext)) {
+                st = list_push(l, r, err);
+            }
+        }
+        free(r);
+        free(full);
+    }
+    closedir(d);
+    free(dir);
+    return st;
+}
+
+static int cmp_natural(const void *a, const void *b)
+{
+    return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Lists files ending in ext below root: first those named in the order
+ * file, in its order, then the rest in natural order. */
+enum qp_status qp_dump_scan_dir(const char *root, const char *ext,
+                                char ***files, size_t *count,
+                                struct qp_error *err)
+{
+    struct file_list l = {0};
+    *files = NULL;
+    *count = 0;
+    enum qp_status st = scan(root, "", ext, 0, &l, err);
+    if (st) {
+        list_free(&l);
+        return st;
+    }
+    if (l.n) /* l.rel is NULL when nothing matched */
+        qsort(l.rel, l.n, sizeof *l.rel, cmp_natural);
+    char *order_path = qp_path_join(root, ORDER_FILE), *text = NULL;
+    if (order_path && qp_read_file(order_path, (size_t)1 << 30, &text, NULL,
+                                   NULL) == QP_OK) {
+        size_t k = 0; /* l.rel[0..k) are placed */
+        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+            for (size_t i = k; i < l.n; i++)
+                if (!strcmp(l.rel[i], line)) {
+                    char *t = l.rel[i];
+                    memmove(l.rel + k + 1, l.rel + k, (i - k) * sizeof *l.rel);
+                    l.rel[k++] = t;
+                    break;
+                }
+        }
+    }
+    free(text);
+    free(order_path);
+    *files = l.rel;
+    *count = l.n;
+    return QP_OK;
+}
+
 
 /* ---- reading ------------------------------------------------------------ */
 
@@ -77,6 +253,10 @@ enum qp_status qp_dump_files_read(struct qp_dump *d, bool dir, const char *ext,
     free(rel);
     if (!st && dir)
         st = qp_dump_attach_companions(d, err);
+    char *meta = !st && dir ? qp_path_join(d->path, META_FILE) : NULL;
+    if (meta)
+        st = qp_dump_meta_load(meta, &d->meta, err);
+    free(meta);
     return st;
 }
 
@@ -192,11 +372,19 @@ enum qp_status qp_dump_files_commit(struct qp_dump_writer *w,
         st = qp_fail(err, QP_E_INVAL, "'%s': no tensor written", w->path);
     } else if (f->of) {
         st = qp_outfile_commit(f->of, err);
-    } else if (fclose(f->order) != 0) {
-        st = qp_fail(err, QP_E_IO, "'%s': write failed", w->path);
-        qp_outdir_abort(f->od);
     } else {
-        st = qp_outdir_commit(f->od, err);
+        st = fclose(f->order) != 0
+                 ? qp_fail(err, QP_E_IO, "'%s': write failed", w->path)
+                 : QP_OK;
+        char *meta = !st && w->meta.count
+                         ? qp_path_join(f->od->tmp_path, META_FILE) : NULL;
+        if (meta)
+            st = qp_dump_meta_save(meta, &w->meta, err);
+        free(meta);
+        if (st)
+            qp_outdir_abort(f->od);
+        else
+            st = qp_outdir_commit(f->od, err);
     }
     free(f);
     return st;

@@ -1,5 +1,5 @@
 /* formats/dump-files.h: dumps made of one file per tensor, for formats
- * whose files hold a single tensor (.pb; .npy could use it too).
+ * whose files hold a single tensor (.npy, .pb).
  *
  * Reading: the format supplies a function reading one file; these
  * functions are the rest of its struct qp_dump_ops. A directory lists the
@@ -15,9 +15,10 @@
  *   directory  : a temporary directory renamed into place on commit, one
  *                file per tensor named after it (qp_dump_escape_name),
  *                ".qprobe-order" listing the files in the order they were
- *                added (qp_dump_scan_dir reads it back), and the NAME.scale
+ *                added (qp_dump_scan_dir reads it back), the NAME.scale
  *                / NAME.zero_point companions of quantized integer tensors
- *                as files of their own;
+ *                as files of their own, and the dump's metadata in
+ *                ".qprobe-meta.json" (read back by qp_dump_files_read);
  *   single file: exactly one tensor, without quantization parameters,
  *                written to a temporary name and renamed on commit. */
 #ifndef QP_FORMATS_DUMP_FILES_H

@@ -112,12 +112,6 @@ static enum qp_dump_format detect_file(const char *path)
     return QP_DUMP_AUTO;
 }
 
-static int cmp_entry_name(const void *a, const void *b)
-{
-    const struct qp_tensor *const *x = a, *const *y = b;
-    return strcmp((*x)->name, (*y)->name);
-}
-
 static void dump_free(struct qp_dump *d)
 {
     if (!d)
@@ -162,26 +156,16 @@ enum qp_status qp_dump_open(const char *path, enum qp_dump_format format,
         return st;
     }
     /* refuse duplicate names: a dump maps names to tensors */
-    if (d->count > 1) {
-        struct qp_tensor **s = malloc(d->count * sizeof *s);
-        if (!s) {
-            qp_dump_close(d);
-            return qp_fail(err, QP_E_NOMEM, "out of memory");
-        }
-        memcpy(s, d->entries, d->count * sizeof *s);
-        qsort(s, d->count, sizeof *s, cmp_entry_name);
-        for (size_t i = 1; i < d->count; i++)
-            if (!strcmp(s[i - 1]->name, s[i]->name)) {
-                st = qp_fail(err, QP_E_FORMAT,
-                             "'%s': tensor name '%s' appears twice", path,
-                             s[i]->name);
-                break;
-            }
-        free(s);
-        if (st) {
-            qp_dump_close(d);
-            return st;
-        }
+    for (size_t i = 0; i < d->count && !st; i++) {
+        bool dup;
+        st = qp_strmap_put(&d->index, d->entries[i]->name, i, &dup, err);
+        if (!st && dup)
+            st = qp_fail(err, QP_E_FORMAT, "'%s': tensor name '%s' appears twice",
+                         path, d->entries[i]->name);
+    }
+    if (st) {
+        qp_dump_close(d);
+        return st;
     }
     *out = d;
     return QP_OK;
@@ -189,10 +173,8 @@ enum qp_status qp_dump_open(const char *path, enum qp_dump_format format,
 
 long qp_dump_find(const struct qp_dump *d, const char *name)
 {
-    for (size_t i = 0; i < d->count; i++)
-        if (!strcmp(d->entries[i]->name, name))
-            return (long)i;
-    return -1;
+    size_t i;
+    return qp_strmap_get(&d->index, name, &i) ? (long)i : -1;
 }
 
 static size_t backing_of(const struct qp_dump *d, size_t i)
@@ -463,43 +445,63 @@ enum qp_status qp_dump_writer_open(const char *path, enum qp_dump_format format,
 
 static void writer_free(struct qp_dump_writer *w)
 {
-    for (size_t i = 0; i < w->count; i++)
-        free(w->names[i]);
-    free(w->names);
+    qp_strmap_release(&w->names);
     free(w->path);
     qp_dump_meta_release(&w->meta);
     free(w);
+}
+
+/* Takes name for tensor `owner` (itself, or the quantized tensor whose
+ * companion it is); refuses a name already taken. */
+static enum qp_status take_name(struct qp_dump_writer *w, const char *name,
+                                const char *owner, struct qp_error *err)
+{
+    bool dup;
+    enum qp_status st = qp_strmap_put(&w->names, name, 0, &dup, err);
+    if (st || !dup)
+        return st;
+    if (strcmp(name, owner))
+        return qp_fail(err, QP_E_INVAL, "'%s': tensor '%s' needs the name '%s' "
+                       "for its quantization parameters, which is taken",
+                       w->path, owner, name);
+    return qp_fail(err, QP_E_INVAL, "'%s': tensor name '%s' is taken (added "
+                   "twice, or a companion of a quantized tensor)", w->path, name);
 }
 
 enum qp_status qp_dump_writer_add(struct qp_dump_writer *w,
                                   const struct qp_tensor *t,
                                   struct qp_error *err)
 {
-    for (size_t i = 0; i < w->count; i++)
-        if (!strcmp(w->names[i], t->name))
-            return qp_fail(err, QP_E_INVAL, "'%s': tensor name '%s' added twice",
-                           w->path, t->name);
     if (!t->data && t->nbytes)
         return qp_fail(err, QP_E_INVAL, "'%s': tensor '%s' has no data", w->path,
                        t->name);
-    if (w->count == w->cap) {
-        size_t cap = w->cap ? w->cap * 2 : 64;
-        char **nn = realloc(w->names, cap * sizeof *nn);
-        if (!nn)
-            return qp_fail(err, QP_E_NOMEM, "out of memory");
-        w->names = nn;
-        w->cap = cap;
-    }
-    char *name = strdup(t->name);
-    if (!name)
+    if (qp_strmap_get(&w->names, t->name, NULL))
+        return take_name(w, t->name, t->name, err);
+    bool quantized = t->qp && qp_dtype_is_int(t->dtype);
+    size_t len = strlen(t->name);
+    char *comp = malloc(len + sizeof ".zero_point");
+    if (!comp)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    enum qp_status st = w->ops->add(w, t, err);
-    if (st) {
-        free(name);
-        return st;
+    enum qp_status st = QP_OK;
+    for (int k = 0; k < 2 && quantized && !st; k++) {
+        snprintf(comp, len + sizeof ".zero_point", "%s%s", t->name,
+                 k ? ".zero_point" : ".scale");
+        if (qp_strmap_get(&w->names, comp, NULL))
+            st = take_name(w, comp, t->name, err);
     }
-    w->names[w->count++] = name;
-    return QP_OK;
+    if (!st)
+        st = w->ops->add(w, t, err);
+    if (!st)
+        st = take_name(w, t->name, t->name, err);
+    for (int k = 0; k < 2 && quantized && !st; k++) {
+        snprintf(comp, len + sizeof ".zero_point", "%s%s", t->name,
+                 k ? ".zero_point" : ".scale");
+        st = take_name(w, comp, t->name, err);
+    }
+    free(comp);
+    if (!st)
+        w->count++;
+    return st;
 }
 
 enum qp_status qp_dump_writer_commit(struct qp_dump_writer *w,

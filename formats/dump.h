@@ -8,7 +8,8 @@
  *   FILE.npz           stored or deflated members
  *   FILE.h5 / .hdf5    one dataset per tensor, attributes scale/zero_point/axis
  *   FILE.npy / FILE.pb a single tensor
- *   FILE.onnx          the model's initializers (read-only)
+ *   FILE.onnx          the model's weights: initializers, then Constant
+ *                      node values named by their output (read-only)
  *   DIR/               *.npy files, ONNX TensorProto *.pb files, or *.raw /
  *                      *.bin files with JSON sidecars
  *
@@ -24,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/strmap.h"
 #include "core/tensor.h"
 
 enum qp_dump_format {
@@ -78,6 +80,7 @@ struct qp_dump {
     size_t count;
     void *impl;                 /* backend state */
     struct qp_dump_meta meta;   /* filled by the backend's open */
+    struct qp_strmap index;     /* entry name -> index, built after open */
 };
 
 /* Opens path as a dump (format QP_DUMP_AUTO detects it). *out belongs to
@@ -158,8 +161,10 @@ struct qp_dump_writer {
     enum qp_dump_format format;
     char *path;
     void *impl;
-    char **names; /* names added so far, to refuse duplicates */
-    size_t count, cap;
+    /* names taken so far (tensors and the companions of quantized ones), to
+     * refuse duplicates and collisions */
+    struct qp_strmap names;
+    size_t count;             /* tensors added */
     struct qp_dump_meta meta; /* written by the backend's commit */
 };
 
@@ -172,7 +177,9 @@ enum qp_status qp_dump_writer_open(const char *path, enum qp_dump_format format,
                                    struct qp_error *err);
 
 /* Adds a tensor (copied or written through immediately; the caller keeps
- * ownership of t). Duplicate names are refused. */
+ * ownership of t). Duplicate names are refused, and so is a name equal to a
+ * companion (NAME.scale, NAME.zero_point) of a quantized tensor added before
+ * or after it. */
 enum qp_status qp_dump_writer_add(struct qp_dump_writer *w,
                                   const struct qp_tensor *t,
                                   struct qp_error *err);
@@ -242,7 +249,7 @@ enum qp_status qp_dump_meta_save(const char *path, const struct qp_dump_meta *m,
 enum qp_status qp_dump_meta_load(const char *path, struct qp_dump_meta *m,
                                  struct qp_error *err);
 
-/* ---- helpers for directory backends (formats/dump-npy.c) ---------------- */
+/* ---- helpers for directory backends (formats/dump-files.c) --------------- */
 
 /* malloc'd file name for a tensor name: bytes outside [A-Za-z0-9._-] (and
  * a leading '.') become %XX, then ext is appended. */

@@ -277,3 +277,65 @@ QP_TEST(dump_open_errors_name_the_path)
                 "bad.npy");
     free(p);
 }
+
+QP_TEST(dump_writer_refuses_companion_name_collisions_both_ways)
+{
+    struct qp_error err;
+    int64_t s[1] = {2};
+    float sc = 0.5f;
+    struct qp_tensor *q, *c;
+    REQUIRE_OK(qp_tensor_new("q", QP_DTYPE_I8, 1, s, &q, &err), &err);
+    REQUIRE_OK(qp_tensor_set_qparams(q, 1, &sc, NULL, -1, 0, &err), &err);
+    REQUIRE_OK(qp_tensor_new("q.scale", QP_DTYPE_F32, 1, s, &c, &err), &err);
+    char *dir = qp_test_path(ctx, "d");
+    struct qp_dump_writer *w;
+    /* the quantized tensor first, then a tensor named like its companion */
+    REQUIRE_OK(qp_dump_writer_open(dir, QP_DUMP_NPY_DIR, &w, &err), &err);
+    CHECK_OK(qp_dump_writer_add(w, q, &err), &err);
+    CHECK_FAILS(qp_dump_writer_add(w, c, &err), QP_E_INVAL, &err,
+                "'q.scale' is taken");
+    qp_dump_writer_abort(w);
+    /* the other order: the companion's name is already taken */
+    REQUIRE_OK(qp_dump_writer_open(dir, QP_DUMP_NPY_DIR, &w, &err), &err);
+    CHECK_OK(qp_dump_writer_add(w, c, &err), &err);
+    CHECK_FAILS(qp_dump_writer_add(w, q, &err), QP_E_INVAL, &err,
+                "tensor 'q' needs the name 'q.scale'");
+    CHECK_INT(w->count, 1);
+    qp_dump_writer_abort(w);
+    CHECK(!qp_is_dir(dir));
+    qp_tensor_free(q);
+    qp_tensor_free(c);
+    free(dir);
+}
+
+QP_TEST(dump_find_uses_the_name_index)
+{
+    struct qp_error err;
+    char *dir = qp_test_path(ctx, "many");
+    struct qp_dump_writer *w;
+    REQUIRE_OK(qp_dump_writer_open(dir, QP_DUMP_NPY_DIR, &w, &err), &err);
+    int64_t s[1] = {1};
+    for (int i = 0; i < 300; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "t%d", i);
+        struct qp_tensor *t;
+        REQUIRE_OK(qp_tensor_new(name, QP_DTYPE_F32, 1, s, &t, &err), &err);
+        *(float *)t->data = (float)i;
+        CHECK_OK(qp_dump_writer_add(w, t, &err), &err);
+        qp_tensor_free(t);
+    }
+    REQUIRE_OK(qp_dump_writer_commit(w, &err), &err);
+    struct qp_dump *d;
+    REQUIRE_OK(qp_dump_open(dir, QP_DUMP_AUTO, &d, &err), &err);
+    CHECK_INT(qp_dump_find(d, "t0"), 0);
+    CHECK_INT(qp_dump_find(d, "t299"), 299);
+    CHECK_INT(qp_dump_find(d, "t300"), -1);
+    long i = qp_dump_find(d, "t123");
+    REQUIRE(i == 123);
+    struct qp_tensor *t;
+    REQUIRE_OK(qp_dump_load(d, (size_t)i, &t, &err), &err);
+    CHECK_NEAR(*(float *)t->data, 123, 0);
+    qp_tensor_free(t);
+    qp_dump_close(d);
+    free(dir);
+}
