@@ -122,6 +122,7 @@ static void dump_free(struct qp_dump *d)
     free(d->backing);
     free(d->path);
     qp_dump_meta_release(&d->meta);
+    qp_strmap_release(&d->index);
     free(d);
 }
 
