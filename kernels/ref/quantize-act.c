@@ -75,6 +75,9 @@ int32_t qp_qa_quantize_one(enum qp_qa_flavor f, float x, float scale,
     } else {
         y = x / scale;
     }
+    /* 0 * (1 / a subnormal scale) = 0 * inf is NaN too */
+    if (isnan(y))
+        return qmin;
     /* the runtimes round, add the zero point, then clamp (or clamp in
      * float first, as XNNPACK and MLAS do): the same for integer bounds,
      * and clamping first keeps the conversion below in range */

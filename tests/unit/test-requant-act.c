@@ -43,6 +43,10 @@ QP_TEST(quantize_act_ties_and_division)
     CHECK_INT(Q(XNNPACK, -INFINITY, 1.0f, 5), -128);
     CHECK_INT(Q(ONNX, NAN, 1.0f, 5), -128);
     CHECK_INT(Q(TFLITE, NAN, 1.0f, 5), -128);
+    /* a subnormal scale: 1 / s = inf, and 0 * inf is NaN -> qmin; the
+     * division 0 / s is 0 -> the zero point */
+    CHECK_INT(Q(PYTORCH, 0.0f, 0x1p-140f, 5), -128);
+    CHECK_INT(Q(ONNX, 0.0f, 0x1p-140f, 5), 5);
     /* a large value beyond 2^23 stays exact: 2^24 with zp 0 saturates in
      * int16 */
     CHECK_INT(qp_qa_quantize_one(QP_QA_ONNX, 0x1p24f, 1.0f, 0, -32768, 32767), 32767);
