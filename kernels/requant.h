@@ -141,6 +141,13 @@ enum qp_status qp_rq_prepare_float(struct qp_rq *rq, enum qp_rq_flavor f,
                                    int32_t qmin, int32_t qmax,
                                    struct qp_error *err);
 
+/* The checks every prepare makes on the output side: out_dtype i8, u8 or
+ * i16 (i8/u8 for the xnnpack flavors), zero_point and [qmin, qmax] inside
+ * its range, qmin <= qmax (< for xnnpack). QP_E_INVAL with a message. */
+enum qp_status qp_rq_check_output(enum qp_rq_flavor f, int32_t zero_point,
+                                  enum qp_dtype out_dtype, int32_t qmin,
+                                  int32_t qmax, struct qp_error *err);
+
 /* Frees the arrays and zeroes *rq; safe on a zeroed or released rq. */
 void qp_rq_release(struct qp_rq *rq);
 

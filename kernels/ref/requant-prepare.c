@@ -94,18 +94,13 @@ void qp_rq_release(struct qp_rq *rq)
     memset(rq, 0, sizeof *rq);
 }
 
-/* Checks what every flavor needs and fills the scalar fields. */
-static enum qp_status init_common(struct qp_rq *rq, enum qp_rq_flavor f,
-                                  size_t channels, int32_t zp,
+enum qp_status qp_rq_check_output(enum qp_rq_flavor f, int32_t zp,
                                   enum qp_dtype out, int32_t qmin,
                                   int32_t qmax, struct qp_error *err)
 {
-    memset(rq, 0, sizeof *rq);
     if ((unsigned)f >= QP_RQ_COUNT)
         return qp_fail(err, QP_E_INVAL, "unknown requantization flavor %d", (int)f);
     const char *fn = flavor_names[f];
-    if (channels == 0)
-        return qp_fail(err, QP_E_INVAL, "%s: no channels", fn);
     if (out != QP_DTYPE_I8 && out != QP_DTYPE_U8 && out != QP_DTYPE_I16)
         return qp_fail(err, QP_E_INVAL,
                        "%s: output dtype %s is not i8, u8 or i16", fn,
@@ -126,6 +121,21 @@ static enum qp_status init_common(struct qp_rq *rq, enum qp_rq_flavor f,
     if (qmin > qmax || (is_xnnpack(f) && qmin == qmax))
         return qp_fail(err, QP_E_INVAL, "%s: qmin %d must be %s qmax %d", fn,
                        qmin, is_xnnpack(f) ? "below (XNNPACK)" : "at most", qmax);
+    return QP_OK;
+}
+
+/* Checks what every flavor needs and fills the scalar fields. */
+static enum qp_status init_common(struct qp_rq *rq, enum qp_rq_flavor f,
+                                  size_t channels, int32_t zp,
+                                  enum qp_dtype out, int32_t qmin,
+                                  int32_t qmax, struct qp_error *err)
+{
+    memset(rq, 0, sizeof *rq);
+    enum qp_status st = qp_rq_check_output(f, zp, out, qmin, qmax, err);
+    if (st != QP_OK)
+        return st;
+    if (channels == 0)
+        return qp_fail(err, QP_E_INVAL, "%s: no channels", flavor_names[f]);
     rq->flavor = f;
     rq->channels = channels;
     rq->zero_point = zp;

@@ -1,0 +1,191 @@
+/* kernels/ref/quantize-act.c: float -> integer activation quantization per
+ * runtime, dequantization and ONNX DynamicQuantizeLinear. */
+#include <float.h>
+#include <math.h>
+#include <strings.h>
+
+#include "kernels/quantize-act.h"
+
+#if FLT_EVAL_METHOD != 0
+#error "quantize-act: float arithmetic must be evaluated in its own type"
+#endif
+
+static const char *const names[] = {
+    [QP_QA_ONNX] = "onnx",
+    [QP_QA_PYTORCH] = "pytorch",
+    [QP_QA_XNNPACK] = "xnnpack",
+    [QP_QA_TFLITE] = "tflite",
+};
+_Static_assert(sizeof names / sizeof names[0] == QP_QA_COUNT,
+               "a name for every activation quantizer");
+
+const char *qp_qa_flavor_name(enum qp_qa_flavor f)
+{
+    return (unsigned)f < QP_QA_COUNT ? names[f] : "?";
+}
+
+bool qp_qa_flavor_from_name(const char *name, enum qp_qa_flavor *out)
+{
+    for (int f = 0; f < QP_QA_COUNT; f++)
+        if (!strcasecmp(name, names[f])) {
+            *out = (enum qp_qa_flavor)f;
+            return true;
+        }
+    if (!strcasecmp(name, "ort")) {
+        *out = QP_QA_ONNX;
+        return true;
+    }
+    return false;
+}
+
+enum qp_qa_flavor qp_qa_for_requant(enum qp_rq_flavor f)
+{
+    switch (f) {
+    case QP_RQ_XNNPACK_FP32:
+    case QP_RQ_XNNPACK_RNDNU:
+        return QP_QA_XNNPACK;
+    case QP_RQ_ONNX_REF:
+    case QP_RQ_ORT:
+        return QP_QA_ONNX;
+    default:
+        return QP_QA_TFLITE;
+    }
+}
+
+/* Round half to even without the floating-point environment: y - floor(y)
+ * is exact for every float (0 once |y| >= 2^23, where y is an integer). */
+static inline float round_half_even(float y)
+{
+    float f = floorf(y);
+    float d = y - f;
+    if (d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f))
+        f += 1.0f;
+    return f;
+}
+
+int32_t qp_qa_quantize_one(enum qp_qa_flavor f, float x, float scale,
+                           int32_t zp, int32_t qmin, int32_t qmax)
+{
+    if (isnan(x))
+        return qmin;
+    float y;
+    if (f == QP_QA_PYTORCH || f == QP_QA_XNNPACK) {
+        float inv = 1.0f / scale;
+        y = x * inv;
+    } else {
+        y = x / scale;
+    }
+    /* 0 * (1 / a subnormal scale) = 0 * inf is NaN too */
+    if (isnan(y))
+        return qmin;
+    /* the runtimes round, add the zero point, then clamp (or clamp in
+     * float first, as XNNPACK and MLAS do): the same for integer bounds,
+     * and clamping first keeps the conversion below in range */
+    float lo = (float)((int64_t)qmin - zp), hi = (float)((int64_t)qmax - zp);
+    y = y < lo ? lo : y > hi ? hi : y;
+    float r = f == QP_QA_TFLITE ? roundf(y) : round_half_even(y);
+    int64_t q = (int64_t)r + zp;
+    return (int32_t)(q < qmin ? qmin : q > qmax ? qmax : q);
+}
+
+/* Checks the dtype (i8, u8, i16, u16, and i32 when allow_i32), the
+ * scales and zero points; fills the dtype's range. */
+static enum qp_status check_params(const char *verb, enum qp_dtype dt,
+                                   bool allow_i32, size_t channels,
+                                   const float *scale, const int32_t *zp,
+                                   int32_t *lo, int32_t *hi,
+                                   struct qp_error *err)
+{
+    if (dt != QP_DTYPE_I8 && dt != QP_DTYPE_U8 && dt != QP_DTYPE_I16 &&
+        dt != QP_DTYPE_U16 && !(allow_i32 && dt == QP_DTYPE_I32))
+        return qp_fail(err, QP_E_INVAL, "cannot %s %s: i8, u8, i16, u16%s",
+                       verb, qp_dtype_name(dt), allow_i32 ? " or i32" : "");
+    *lo = (int32_t)qp_dtype_traits(dt)->min;
+    *hi = (int32_t)qp_dtype_traits(dt)->max;
+    for (size_t c = 0; c < channels; c++) {
+        if (!(scale[c] > 0.0f) || !isfinite(scale[c]))
+            return qp_fail(err, QP_E_INVAL,
+                           "scale[%zu] = %g must be finite and > 0", c,
+                           (double)scale[c]);
+        if (zp && (zp[c] < *lo || zp[c] > *hi))
+            return qp_fail(err, QP_E_INVAL,
+                           "zero point[%zu] = %d is outside the %s range "
+                           "[%d, %d]",
+                           c, zp[c], qp_dtype_name(dt), *lo, *hi);
+    }
+    return QP_OK;
+}
+
+enum qp_status qp_qa_quantize(enum qp_qa_flavor f, const float *x, size_t outer,
+                              size_t channels, size_t inner,
+                              const float *scale, const int32_t *zp,
+                              enum qp_dtype out_dtype, void *out,
+                              struct qp_error *err)
+{
+    int32_t lo, hi;
+    enum qp_status st = check_params("quantize to", out_dtype, false, channels,
+                                     scale, zp, &lo, &hi, err);
+    if (st != QP_OK)
+        return st;
+    size_t n = outer * channels * inner;
+    for (size_t i = 0; i < n; i++) {
+        size_t c = (i / inner) % channels;
+        int32_t q = qp_qa_quantize_one(f, x[i], scale[c], zp ? zp[c] : 0, lo, hi);
+        switch (out_dtype) {
+        case QP_DTYPE_I8: ((int8_t *)out)[i] = (int8_t)q; break;
+        case QP_DTYPE_U8: ((uint8_t *)out)[i] = (uint8_t)q; break;
+        case QP_DTYPE_I16: ((int16_t *)out)[i] = (int16_t)q; break;
+        default: ((uint16_t *)out)[i] = (uint16_t)q; break;
+        }
+    }
+    return QP_OK;
+}
+
+enum qp_status qp_qa_dequantize(const void *q, enum qp_dtype dtype,
+                                size_t outer, size_t channels, size_t inner,
+                                const float *scale, const int32_t *zp,
+                                float *out, struct qp_error *err)
+{
+    int32_t lo, hi;
+    enum qp_status st = check_params("dequantize", dtype, true, channels,
+                                     scale, zp, &lo, &hi, err);
+    if (st != QP_OK)
+        return st;
+    size_t n = outer * channels * inner;
+    for (size_t i = 0; i < n; i++) {
+        size_t c = (i / inner) % channels;
+        int32_t v;
+        switch (dtype) {
+        case QP_DTYPE_I8: v = ((const int8_t *)q)[i]; break;
+        case QP_DTYPE_U8: v = ((const uint8_t *)q)[i]; break;
+        case QP_DTYPE_I16: v = ((const int16_t *)q)[i]; break;
+        case QP_DTYPE_U16: v = ((const uint16_t *)q)[i]; break;
+        default: v = ((const int32_t *)q)[i]; break;
+        }
+        /* (float)v rounds int32 values beyond 2^24, as numpy's
+         * astype(float32) does */
+        out[i] = ((float)v - (float)(zp ? zp[c] : 0)) * scale[c];
+    }
+    return QP_OK;
+}
+
+void qp_qa_dynamic_u8(const float *x, size_t n, float *scale, uint8_t *zp,
+                      uint8_t *out)
+{
+    float maxx = 0.0f, minx = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        if (x[i] > maxx)
+            maxx = x[i];
+        if (x[i] < minx)
+            minx = x[i];
+    }
+    /* float32 throughout, as the reference's np.float32 arithmetic */
+    float s = maxx == minx ? 1.0f : (maxx - minx) / 255.0f;
+    float initial = 0.0f - minx / s;
+    float z = initial < 0.0f ? 0.0f : initial > 255.0f ? 255.0f : initial;
+    z = round_half_even(z);
+    *scale = s;
+    *zp = (uint8_t)z;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (uint8_t)qp_qa_quantize_one(QP_QA_ONNX, x[i], s, (int32_t)z, 0, 255);
+}

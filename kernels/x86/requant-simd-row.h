@@ -1,0 +1,92 @@
+/* kernels/x86/requant-simd-row.h: the flavor dispatch and row loop shared
+ * by requant-avx2.c and requant-avx512.c, included once by each after it
+ * defines, for its vector width:
+ *
+ *   VI, LANES, ROW_FN            integer vector type, lanes, exported name
+ *   struct params, params_init   broadcast constants of one struct qp_rq
+ *   v_load(acc + i)              LANES accumulators
+ *   v_loadi(a, k, per)           a[k .. k+LANES) or LANES copies of a[k]
+ *   v_add, clamp(v, p)           int32 add; clamp to [qmin, qmax]
+ *   scale_double, scale_single, scale_rndnu   the fixed-point steps
+ *   requant_float(x, scale, k, per, p)        xnnpack-fp32 / ort
+ *   requant_onnx(x, scale_d, k, per, p)       onnx-ref
+ *   store(dt, out, i, v)         narrow LANES clamped values to dt
+ *
+ * The flavor is a constant inside each case of ROW_FN, so vec()'s switch
+ * folds and every loop is one flavor's straight-line arithmetic. Tails
+ * (n % LANES) run the reference. */
+
+static inline __attribute__((always_inline)) VI
+vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per, VI x,
+    const struct params *p)
+{
+    switch (f) {
+    case QP_RQ_TFLITE_DOUBLE:
+    case QP_RQ_CMSIS_NN_DOUBLE:
+    case QP_RQ_GEMMLOWP:
+        return clamp(v_add(scale_double(x, v_loadi(rq->multiplier, k, per),
+                                        v_loadi(rq->shift, k, per),
+                                        f == QP_RQ_GEMMLOWP,
+                                        f != QP_RQ_CMSIS_NN_DOUBLE),
+                           p->zp), p);
+    case QP_RQ_TFLITE_SINGLE:
+    case QP_RQ_CMSIS_NN_SINGLE:
+        return clamp(v_add(scale_single(x, v_loadi(rq->multiplier, k, per),
+                                        v_loadi(rq->shift, k, per),
+                                        f == QP_RQ_CMSIS_NN_SINGLE),
+                           p->zp), p);
+    case QP_RQ_XNNPACK_RNDNU:
+        /* |scaled| <= 2^30: the zero point add cannot overflow */
+        return clamp(v_add(scale_rndnu(x, v_loadi(rq->multiplier, k, per),
+                                       v_loadi(rq->shift, k, per)),
+                           p->zp), p);
+    case QP_RQ_XNNPACK_FP32:
+    case QP_RQ_ORT:
+        return requant_float(x, rq->scale, k, per, p);
+    case QP_RQ_ONNX_REF:
+        return requant_onnx(x, rq->scale_d, k, per, p);
+    default:
+        return x;
+    }
+}
+
+static inline __attribute__((always_inline)) void
+run(enum qp_rq_flavor f, const struct qp_rq *rq, size_t c, bool per,
+    const int32_t *acc, size_t n, void *out)
+{
+    struct params p;
+    params_init(&p, rq);
+    size_t kb = rq->channels == 1 ? 0 : c;
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        store(rq->out_dtype, out, i,
+              vec(f, rq, per ? c + i : kb, per, v_load(acc + i), &p));
+    if (i < n)
+        qp_rq_row_ref(rq, per ? c + i : c, per, acc + i, n - i,
+                      (char *)out + i * qp_rq_out_size(rq));
+}
+
+#define RUN_CASE(F)                                                            \
+    case F:                                                                    \
+        run(F, rq, c, per_elem, acc, n, out);                                  \
+        break
+
+void ROW_FN(const struct qp_rq *rq, size_t c, bool per_elem,
+            const int32_t *acc, size_t n, void *out)
+{
+    switch (rq->flavor) {
+        RUN_CASE(QP_RQ_TFLITE_DOUBLE);
+        RUN_CASE(QP_RQ_CMSIS_NN_DOUBLE);
+        RUN_CASE(QP_RQ_GEMMLOWP);
+        RUN_CASE(QP_RQ_TFLITE_SINGLE);
+        RUN_CASE(QP_RQ_CMSIS_NN_SINGLE);
+        RUN_CASE(QP_RQ_XNNPACK_RNDNU);
+        RUN_CASE(QP_RQ_XNNPACK_FP32);
+        RUN_CASE(QP_RQ_ORT);
+        RUN_CASE(QP_RQ_ONNX_REF);
+    default:
+        qp_rq_row_ref(rq, c, per_elem, acc, n, out);
+    }
+}
+
+#undef RUN_CASE
