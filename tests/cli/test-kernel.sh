@@ -202,3 +202,20 @@ test_kernel_help_lists_options() {
         assert_contains "$out" "$o"
     done
 }
+
+test_kernel_qp_kernels_ref_gives_the_same_bytes() {
+    g=$(golden_kernels)
+    d=$g/conv/tflite-single/case_014 # 4 groups, stride 2, SAME padding
+    jload "$d/case.json"
+    set -- conv --flavor tflite-single --input "$d/input.npy" \
+        --filter "$d/filter.npy" --bias "$d/bias.npy" \
+        --multiplier "$d/multiplier.npy" --shift "$d/shift.npy" \
+        --input-offset "$J_input_offset" --output-offset "$J_output_offset" \
+        --stride 2,2 --padding same
+    "$QPROBE" kernel "$@" -o simd.npy
+    QP_KERNELS=ref "$QPROBE" kernel "$@" -o ref.npy
+    assert_eq "$(npy_data ref.npy)" "$(npy_data simd.npy)" "ref vs simd"
+    assert_eq "$(npy_data ref.npy)" "$(npy_data "$d/expected.npy")" "golden"
+    assert_contains "$(QP_KERNELS=ref "$QPROBE" --version)" \
+        "kernels: gemm-s8=ref depthwise-s8=ref requant=ref"
+}

@@ -278,3 +278,37 @@ QP_TEST(gemm_rejects_bad_parameters)
                     &err, "no scratch");
     qp_gemm_s8_release(&g);
 }
+
+QP_TEST(dispatch_qp_kernels_caps_the_instruction_set)
+{
+    const char *old = getenv("QP_KERNELS");
+    char *saved = old ? strdup(old) : NULL;
+    bool avx2 = qp_kern_isa_available(QP_KERN_AVX2);
+    bool vnni = qp_kern_isa_available(QP_KERN_AVX512VNNI);
+    setenv("QP_KERNELS", "ref", 1);
+    CHECK(qp_kern_isa_allowed(QP_KERN_REF));
+    CHECK(!qp_kern_isa_allowed(QP_KERN_AVX2));
+    CHECK(!qp_kern_isa_allowed(QP_KERN_AVX512VNNI));
+    setenv("QP_KERNELS", "avx2", 1);
+    CHECK_INT(qp_kern_isa_allowed(QP_KERN_AVX2), avx2);
+    CHECK(!qp_kern_isa_allowed(QP_KERN_AVX512));
+    CHECK(!qp_kern_isa_allowed(QP_KERN_AVXVNNI));
+    setenv("QP_KERNELS", "avx-vnni", 1);
+    CHECK(!qp_kern_isa_allowed(QP_KERN_AVX512));
+    CHECK_INT(qp_kern_isa_allowed(QP_KERN_AVX2), avx2);
+    setenv("QP_KERNELS", "avx512", 1);
+    CHECK(!qp_kern_isa_allowed(QP_KERN_AVX512VNNI));
+    CHECK(!qp_kern_isa_allowed(QP_KERN_AVXVNNI));
+    setenv("QP_KERNELS", "bogus", 1); /* ignored */
+    CHECK_INT(qp_kern_isa_allowed(QP_KERN_AVX512VNNI), vnni);
+    if (saved)
+        setenv("QP_KERNELS", saved, 1);
+    else
+        unsetenv("QP_KERNELS");
+    free(saved);
+    CHECK_STR(qp_kern_isa_name(QP_KERN_AVX512VNNI), "avx512-vnni");
+    CHECK_STR(qp_kern_isa_name(QP_KERN_ISA_COUNT), "?");
+    CHECK(qp_kern_isa_available(QP_KERN_REF));
+    CHECK_CONTAINS(qp_kern_describe(), "gemm-s8=");
+    CHECK_CONTAINS(qp_kern_describe(), " requant=");
+}
