@@ -30,6 +30,10 @@ struct qp_gemm_s8_ukernel {
      * init: nr int32. c: rows of ldc int32; all nr columns are written. */
     void (*tile)(size_t kp, const void *a, const void *b, const int32_t *init,
                  int32_t *c, size_t ldc);
+    /* The same for one row (a: kp elements), for tiles with few valid
+     * rows (matrix-vector products). */
+    void (*tile1)(size_t kp, const void *a, const void *b,
+                  const int32_t *init, int32_t *c, size_t ldc);
 };
 
 /* x86 micro-kernels (defined only on x86-64). */

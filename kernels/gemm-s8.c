@@ -34,6 +34,9 @@
 #define ALIGN 64
 /* int32 band per thread, bytes: rows * npad * 4 stays about this size */
 #define BAND_BYTES (96 * 1024)
+/* a tile with at most this many valid rows runs the one-row kernel per
+ * row: the full tile would spend its time on rows that are padding */
+#define FEW_ROWS 2
 /* below this many multiply-adds a second thread costs more than it saves */
 #define MIN_PARALLEL_MACS (1u << 21)
 
@@ -266,7 +269,7 @@ static void block_rows(const struct qp_gemm_s8 *g, const uint8_t *a,
     const struct qp_gemm_s8_ukernel *uk = g->uk;
     size_t mr = uk->mr, nr = uk->nr;
     size_t es = qp_kern_out_size(g->has_rq ? &g->rq : NULL);
-    size_t tile_a = mr * g->kp * uk->a_elem;
+    size_t row_a = g->kp * uk->a_elem, tile_a = mr * row_a;
     size_t panel_b = nr * g->kp * uk->b_elem;
     uint8_t *apack = align_ptr(scratch);
     int32_t *band = (int32_t *)(apack + round_up(g->mb * g->kp * uk->a_elem,
@@ -286,11 +289,19 @@ static void block_rows(const struct qp_gemm_s8 *g, const uint8_t *a,
             pack_a(g, a + (m0 + t * mr) * lda, lda, valid, apack + t * tile_a);
         }
         for (size_t p = p0; p < p1; p++)
-            for (size_t t = 0; t < tiles; t++)
-                uk->tile(g->kp, apack + t * tile_a,
-                         (const char *)g->bpack + p * panel_b,
-                         g->colterm + p * nr, band + t * mr * g->npad + p * nr,
-                         g->npad);
+            for (size_t t = 0; t < tiles; t++) {
+                const char *bp = (const char *)g->bpack + p * panel_b;
+                int32_t *cp = band + t * mr * g->npad + p * nr;
+                size_t valid = rows - t * mr;
+                if (valid > FEW_ROWS) {
+                    uk->tile(g->kp, apack + t * tile_a, bp, g->colterm + p * nr,
+                             cp, g->npad);
+                    continue;
+                }
+                for (size_t r = 0; r < valid; r++) /* few rows: one by one */
+                    uk->tile1(g->kp, apack + t * tile_a + r * row_a, bp,
+                              g->colterm + p * nr, cp + r * g->npad, g->npad);
+            }
         if (g->beta) { /* + beta[n] * sum_k a_u[m][k] */
             for (size_t r = 0; r < rows; r++) {
                 uint32_t s = 0;

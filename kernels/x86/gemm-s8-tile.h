@@ -2,6 +2,7 @@
  * (kernels/gemm-s8-ukernel.h), instantiated once per instruction set by a
  * file that defines, before including it:
  *
+ *   TILE          the function's name
  *   MR            tile rows
  *   NV            vectors per tile row (NR = NV * lanes)
  *   VEC           the int32 vector type
@@ -16,8 +17,10 @@
  *
  * Each K step loads NV vectors of the B panel, broadcasts 4 bytes of each
  * A row and issues MR * NV VDOTs into accumulators that stay in
- * registers. */
-static void tile(size_t kp, const void *a, const void *b, const int32_t *init,
+ * registers. A file may include it twice (a full tile and a one-row tile
+ * for the last rows and for matrix-vector products), redefining TILE and
+ * MR in between. */
+static void TILE(size_t kp, const void *a, const void *b, const int32_t *init,
                  int32_t *c, size_t ldc)
 {
     enum { LANES = sizeof(VEC) / 4 };
