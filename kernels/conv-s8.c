@@ -275,9 +275,10 @@ static int run_threads(const struct qp_conv_s8 *c, size_t batch)
 {
     double macs = (double)batch * c->out_h * c->out_w * c->p.out_c * c->kg;
     size_t pixels = batch * c->out_h * c->out_w;
-    if (c->threads <= 1 || macs < (1 << 21) || pixels < 2 * c->rows)
+    size_t mr = c->gemm[0].uk->mr; /* threads share whole tiles of pixels */
+    if (c->threads <= 1 || macs < (1 << 21) || pixels < 2 * mr)
         return 1;
-    return c->threads;
+    return pixels / mr < (size_t)c->threads ? (int)(pixels / mr) : c->threads;
 }
 
 size_t qp_conv_s8_scratch_size(const struct qp_conv_s8 *c, size_t batch)
@@ -337,7 +338,7 @@ static void run_share(void *arg, int t, int nt)
     uint8_t *cols = (uint8_t *)s;
     void *gs = s + (direct ? 0 : round_up(c->rows * c->kg, ALIGN));
     size_t p0, p1;
-    qp_parallel_split(x->pixels, t, nt, c->rows, &p0, &p1);
+    qp_parallel_split(x->pixels, t, nt, c->gemm[0].uk->mr, &p0, &p1);
     for (size_t r = p0; r < p1; r += c->rows) {
         size_t n = p1 - r < c->rows ? p1 - r : c->rows;
         if (direct) {

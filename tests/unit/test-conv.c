@@ -275,6 +275,12 @@ QP_TEST(conv_variants_match_reference_paths)
     q.idt = QP_DTYPE_U8;
     q.izp = 131;
     check_cprob(ctx, &r, &q);
+    /* few pixels, many channels: threads share tiles of 8 pixels */
+    struct cprob few = q;
+    few.h = few.w = 4;
+    few.ic = 64;
+    few.oc = 500;
+    check_cprob(ctx, &r, &few);
     /* depthwise with depth multiplier 2, threaded */
     q.groups = q.ic = 24;
     q.oc = 48;
