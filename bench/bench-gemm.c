@@ -1,8 +1,10 @@
 /* bench/bench-gemm.c: int8 GEMM speed, M = N = K = 1024 with per-channel
  * requantization, beside OpenBLAS sgemm and XNNPACK's qs8 fully-connected
  * (and its per-channel qc8 1x1 convolution) on the same shape, measured in
- * the same process with 1 and 2 threads. Prints GOP/s (2*M*N*K / s, best
- * of several runs) and the ratios; the line "ratio ..." is the summary.
+ * the same process with 2 and 1 threads. The contenders run in turn, each
+ * once per round, so that load from other processes falls on all of them;
+ * each keeps its best time. Prints GOP/s (2*M*N*K / s) and the ratios; the
+ * lines "ratio ..." are the summary (the fastest requantizing flavor).
  *
  *   build/bench/bench-gemm [M N K]
  */
@@ -16,7 +18,8 @@
 
 #include "kernels/gemm-s8.h"
 
-#define REPS 7
+#define REPS 9
+#define MAX_RUNS 12
 
 static double now(void)
 {
@@ -24,20 +27,6 @@ static double now(void)
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
-
-/* best wall time of REPS calls after one warm-up */
-#define BEST(seconds, stmt)                                                    \
-    do {                                                                       \
-        stmt;                                                                  \
-        seconds = 1e30;                                                        \
-        for (int r_ = 0; r_ < REPS; r_++) {                                    \
-            double t0_ = now();                                                \
-            stmt;                                                              \
-            double t_ = now() - t0_;                                           \
-            if (t_ < seconds)                                                  \
-                seconds = t_;                                                  \
-        }                                                                      \
-    } while (0)
 
 struct problem {
     size_t m, n, k;
@@ -87,71 +76,131 @@ static int problem_init(struct problem *p, size_t m, size_t n, size_t k)
     return 0;
 }
 
-/* qprobe's gemm with one flavor (rq NULL: int32 output); GOP/s */
-static double run_qp(const struct problem *p, const struct qp_rq *rq,
-                     int threads, const char **variant)
+/* One contender: run() does the whole product once. */
+struct run {
+    char label[64];
+    void (*fn)(struct run *r);
+    const struct problem *p;
+    int threads;
+    struct qp_gemm_s8 g;   /* qprobe */
+    struct qp_rq rq;
+    void *scratch;
+    xnn_operator_t op;     /* XNNPACK */
+    pthreadpool_t pool;
+    double best;           /* seconds */
+};
+
+static void run_sgemm(struct run *r)
 {
-    struct qp_gemm_s8_params gp = {
-        .n = p->n, .k = p->k, .a_dtype = QP_DTYPE_I8, .b_dtype = QP_DTYPE_I8,
-        .a_zero_point = -3, .bias = p->bias, .rq = rq, .threads = threads};
-    struct qp_gemm_s8 g;
-    struct qp_error err;
-    if (qp_gemm_s8_prepare(&g, &gp, p->b, p->k, &err)) {
-        fprintf(stderr, "bench-gemm: %s\n", err.msg);
-        exit(1);
-    }
-    void *s = malloc(qp_gemm_s8_scratch_size(&g, p->m) + 1);
-    double t;
-    BEST(t, qp_gemm_s8_run(&g, p->a, p->m, p->k, p->c, p->n, s, &err));
-    *variant = qp_gemm_s8_variant(&g);
-    free(s);
-    qp_gemm_s8_release(&g);
-    return p->ops / t * 1e-9;
+    const struct problem *p = r->p;
+    openblas_set_num_threads(r->threads);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p->m, (int)p->n,
+                (int)p->k, 1.0f, p->fa, (int)p->k, p->fb, (int)p->k, 0.0f,
+                p->fc, (int)p->n);
 }
 
-static double run_sgemm(const struct problem *p, int threads)
+static void run_xnn(struct run *r)
 {
-    openblas_set_num_threads(threads);
-    double t;
-    BEST(t, cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p->m,
-                        (int)p->n, (int)p->k, 1.0f, p->fa, (int)p->k, p->fb,
-                        (int)p->k, 0.0f, p->fc, (int)p->n));
-    return p->ops / t * 1e-9;
+    xnn_run_operator(r->op, r->pool);
+}
+
+static void run_qp(struct run *r)
+{
+    const struct problem *p = r->p;
+    qp_gemm_s8_run(&r->g, p->a, p->m, p->k, p->c, p->n, r->scratch, NULL);
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench-gemm: %s\n", what);
+    exit(1);
 }
 
 /* XNNPACK: qs8 fully connected (per-tensor scale) or qc8 1x1 convolution
  * (per-channel), as a [m, k] x [n, k]^T product */
-static double run_xnnpack(const struct problem *p, int threads,
-                          bool per_channel)
+static void add_xnn(struct run *r, bool per_channel)
 {
-    pthreadpool_t pool = threads > 1 ? pthreadpool_create((size_t)threads)
-                                     : NULL;
-    xnn_operator_t op = NULL;
+    const struct problem *p = r->p;
+    r->pool = r->threads > 1 ? pthreadpool_create((size_t)r->threads) : NULL;
     enum xnn_status st;
     if (per_channel)
         st = xnn_create_convolution2d_nhwc_qc8(
             0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, p->k, p->n, p->k, p->n, -3,
-            0.02f, p->wscale, p->b, p->bias, 0, 8.0f, -128, 127, 0, &op);
+            0.02f, p->wscale, p->b, p->bias, 0, 8.0f, -128, 127, 0, &r->op);
     else
         st = xnn_create_fully_connected_nc_qs8(
             p->k, p->n, p->k, p->n, -3, 0.02f, 0.004f, p->b, p->bias, 0,
-            8.0f, -128, 127, 0, &op);
+            8.0f, -128, 127, 0, &r->op);
     if (st == xnn_status_success)
         st = per_channel
-                 ? xnn_setup_convolution2d_nhwc_qc8(op, 1, p->m, 1, p->a,
-                                                    p->c, pool)
-                 : xnn_setup_fully_connected_nc_qs8(op, p->m, p->a, p->c,
-                                                    pool);
-    if (st != xnn_status_success) {
-        fprintf(stderr, "bench-gemm: XNNPACK operator failed (%d)\n", st);
-        exit(1);
+                 ? xnn_setup_convolution2d_nhwc_qc8(r->op, 1, p->m, 1, p->a,
+                                                    p->c, r->pool)
+                 : xnn_setup_fully_connected_nc_qs8(r->op, p->m, p->a, p->c,
+                                                    r->pool);
+    if (st != xnn_status_success)
+        die("XNNPACK operator failed");
+    snprintf(r->label, sizeof r->label, "XNNPACK %s",
+             per_channel ? "qc8 1x1 conv (per-channel)"
+                         : "qs8 fully-connected");
+    r->fn = run_xnn;
+}
+
+/* qprobe's gemm in flavor f (f == QP_RQ_COUNT: int32 output) */
+static void add_qp(struct run *r, enum qp_rq_flavor f)
+{
+    const struct problem *p = r->p;
+    struct qp_error err;
+    enum qp_status st = QP_OK;
+    if (f != QP_RQ_COUNT && qp_rq_flavor_fixed(f))
+        st = qp_rq_prepare_fixed(&r->rq, f, p->mult, p->shift, p->n, 5,
+                                 QP_DTYPE_I8, -128, 127, &err);
+    else if (f != QP_RQ_COUNT)
+        st = qp_rq_prepare_scales(&r->rq, f, 0.02f, p->wscale, p->n, 8.0f, 5,
+                                  QP_DTYPE_I8, -128, 127, &err);
+    struct qp_gemm_s8_params gp = {
+        .n = p->n, .k = p->k, .a_dtype = QP_DTYPE_I8, .b_dtype = QP_DTYPE_I8,
+        .a_zero_point = -3, .bias = p->bias,
+        .rq = f == QP_RQ_COUNT ? NULL : &r->rq, .threads = r->threads};
+    if (st || qp_gemm_s8_prepare(&r->g, &gp, p->b, p->k, &err))
+        die(err.msg);
+    r->scratch = malloc(qp_gemm_s8_scratch_size(&r->g, p->m) + 1);
+    if (!r->scratch)
+        die("out of memory");
+    snprintf(r->label, sizeof r->label, "qprobe %s, %s",
+             qp_gemm_s8_variant(&r->g),
+             f == QP_RQ_COUNT ? "int32 out (bound)" : qp_rq_flavor_name(f));
+    r->fn = run_qp;
+}
+
+static void release(struct run *r)
+{
+    if (r->op)
+        xnn_delete_operator(r->op);
+    if (r->pool)
+        pthreadpool_destroy(r->pool);
+    if (r->fn == run_qp) {
+        qp_gemm_s8_release(&r->g);
+        qp_rq_release(&r->rq);
+        free(r->scratch);
     }
-    double t;
-    BEST(t, xnn_run_operator(op, pool));
-    xnn_delete_operator(op);
-    if (pool)
-        pthreadpool_destroy(pool);
-    return p->ops / t * 1e-9;
+}
+
+/* Runs every contender REPS times in turn (so that load from other
+ * processes hits them alike) after one warm-up; keeps the best time. */
+static void race(struct run *runs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        runs[i].fn(&runs[i]);
+        runs[i].best = 1e30;
+    }
+    for (int rep = 0; rep < REPS; rep++)
+        for (int i = 0; i < n; i++) {
+            double t0 = now();
+            runs[i].fn(&runs[i]);
+            double t = now() - t0;
+            if (t < runs[i].best)
+                runs[i].best = t;
+        }
 }
 
 int main(int argc, char **argv)
@@ -164,64 +213,50 @@ int main(int argc, char **argv)
     }
     struct problem p;
     if (!m || !n || !k || problem_init(&p, m, n, k) ||
-        xnn_initialize(NULL) != xnn_status_success) {
-        fprintf(stderr, "bench-gemm: setup failed\n");
-        return 1;
-    }
+        xnn_initialize(NULL) != xnn_status_success)
+        die("setup failed");
     static const enum qp_rq_flavor flavors[] = {
-        QP_RQ_TFLITE_DOUBLE, QP_RQ_TFLITE_SINGLE, QP_RQ_GEMMLOWP,
-        QP_RQ_XNNPACK_FP32, QP_RQ_ORT};
-    enum { NF = sizeof flavors / sizeof flavors[0] };
+        QP_RQ_COUNT, QP_RQ_TFLITE_DOUBLE, QP_RQ_TFLITE_SINGLE,
+        QP_RQ_GEMMLOWP, QP_RQ_XNNPACK_FP32, QP_RQ_ORT};
+    enum { NF = sizeof flavors / sizeof flavors[0], FIRST_QP = 3 };
     printf("bench-gemm: int8 GEMM M=%zu N=%zu K=%zu, per-channel "
            "requantization; %s\n", m, n, k, qp_kern_describe());
-    double best_qp[3] = {0}, sg[3], xq[3], xc[3];
-    const char *best_flavor[3] = {0}, *variant = "";
-    for (int th = 1; th <= 2; th++) {
-        sg[th] = run_sgemm(&p, th);
-        xq[th] = run_xnnpack(&p, th, false);
-        xc[th] = run_xnnpack(&p, th, true);
-        printf("\n%d thread%s\n", th, th > 1 ? "s" : "");
-        printf("  %-40s %8.1f GFLOP/s\n", "OpenBLAS sgemm", sg[th]);
-        printf("  %-40s %8.1f GOP/s\n", "XNNPACK qs8 fully-connected", xq[th]);
-        printf("  %-40s %8.1f GOP/s\n", "XNNPACK qc8 1x1 conv (per-channel)",
-               xc[th]);
-        printf("  %-40s %8.1f GOP/s\n", "qprobe gemm-s8, int32 out (bound)",
-               run_qp(&p, NULL, th, &variant));
-        for (int f = 0; f < NF; f++) {
-            struct qp_rq rq;
-            struct qp_error err;
-            enum qp_status st;
-            if (qp_rq_flavor_fixed(flavors[f]))
-                st = qp_rq_prepare_fixed(&rq, flavors[f], p.mult, p.shift, n,
-                                         5, QP_DTYPE_I8, -128, 127, &err);
-            else
-                st = qp_rq_prepare_scales(&rq, flavors[f], 0.02f, p.wscale, n,
-                                          8.0f, 5, QP_DTYPE_I8, -128, 127,
-                                          &err);
-            if (st) {
-                fprintf(stderr, "bench-gemm: %s\n", err.msg);
-                return 1;
-            }
-            double g = run_qp(&p, &rq, th, &variant);
-            char label[80];
-            snprintf(label, sizeof label, "qprobe %s, %s", variant,
-                     qp_rq_flavor_name(flavors[f]));
-            printf("  %-40s %8.1f GOP/s  (%.2fx sgemm, %.2fx XNNPACK)\n",
-                   label, g, g / sg[th], g / xq[th]);
-            if (g > best_qp[th]) {
-                best_qp[th] = g;
-                best_flavor[th] = qp_rq_flavor_name(flavors[f]);
-            }
-            qp_rq_release(&rq);
+    for (int th = 2; th >= 1; th--) {
+        struct run runs[MAX_RUNS] = {0};
+        int nr = 0;
+        runs[nr] = (struct run){.fn = run_sgemm, .p = &p, .threads = th};
+        snprintf(runs[nr++].label, sizeof runs[0].label, "OpenBLAS sgemm");
+        for (int pc = 0; pc < 2; pc++) {
+            runs[nr] = (struct run){.p = &p, .threads = th};
+            add_xnn(&runs[nr++], pc);
         }
+        for (int f = 0; f < NF; f++) {
+            runs[nr] = (struct run){.p = &p, .threads = th};
+            add_qp(&runs[nr++], flavors[f]);
+        }
+        race(runs, nr);
+        double sg = p.ops / runs[0].best * 1e-9;
+        double xq = p.ops / runs[1].best * 1e-9;
+        double xc = p.ops / runs[2].best * 1e-9;
+        int best = FIRST_QP + 1; /* fastest requantizing flavor */
+        printf("\n%d thread%s\n", th, th > 1 ? "s" : "");
+        for (int i = 0; i < nr; i++) {
+            double g = p.ops / runs[i].best * 1e-9;
+            printf("  %-40s %8.1f %s", runs[i].label, g,
+                   i ? "GOP/s" : "GFLOP/s");
+            if (i >= FIRST_QP)
+                printf("  (%.2fx sgemm, %.2fx XNNPACK fc)", g / sg, g / xq);
+            printf("\n");
+            if (i > FIRST_QP && runs[i].best < runs[best].best)
+                best = i;
+        }
+        double g = p.ops / runs[best].best * 1e-9;
+        printf("ratio %d thread%s: %s %.1f GOP/s = %.2fx sgemm, %.2fx "
+               "XNNPACK qs8 fc, %.2fx XNNPACK qc8 conv\n", th,
+               th > 1 ? "s" : "", runs[best].label, g, g / sg, g / xq,
+               g / xc);
+        for (int i = 0; i < nr; i++)
+            release(&runs[i]);
     }
-    printf("\nratio 2 threads: qprobe %s %.1f GOP/s = %.2fx sgemm, %.2fx "
-           "XNNPACK qs8 fc, %.2fx XNNPACK qc8 conv\n", best_flavor[2],
-           best_qp[2], best_qp[2] / sg[2], best_qp[2] / xq[2],
-           best_qp[2] / xc[2]);
-    printf("ratio 1 thread:  qprobe %s %.1f GOP/s = %.2fx sgemm, %.2fx "
-           "XNNPACK qs8 fc, %.2fx XNNPACK qc8 conv\n", best_flavor[1],
-           best_qp[1], best_qp[1] / sg[1], best_qp[1] / xq[1],
-           best_qp[1] / xc[1]);
     return 0;
 }
