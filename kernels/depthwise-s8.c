@@ -99,10 +99,14 @@ enum qp_status qp_dw_s8_prepare(struct qp_dw_s8 *dw,
  * [OW][OC] and two tap pointer arrays. */
 static size_t expand_bytes(const struct qp_dw_s8 *dw, size_t batch)
 {
+    size_t n;
     if (!dw->uk || dw->p.depth_multiplier == 1)
         return 0;
-    return round_up(batch * dw->p.geom.in_h * dw->p.geom.in_w * dw->out_c,
-                    ALIGN);
+    if (qp_size_mul(batch, dw->p.geom.in_h, &n) ||
+        qp_size_mul(n, dw->p.geom.in_w, &n) ||
+        qp_size_mul(n, dw->out_c, &n) || n > SIZE_MAX / 2)
+        return SIZE_MAX / 2; /* no allocation will succeed */
+    return round_up(n, ALIGN);
 }
 
 static size_t thread_bytes(const struct qp_dw_s8 *dw)
