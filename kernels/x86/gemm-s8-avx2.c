@@ -7,10 +7,11 @@
  * accumulators; one 4-byte broadcast of A holds 2 K elements. */
 #if defined(__x86_64__)
 #include <immintrin.h>
-#include <string.h>
 
-#include "kernels/gemm-s8-ukernel.h"
-
+#define UKERNEL qp_gemm_s8_avx2
+#define NAME "avx2"
+#define ISA QP_KERN_AVX2
+#define MR 6
 #define NV 2
 #define VEC __m256i
 #define VBYTES 32
@@ -21,24 +22,5 @@
 #define VSTOREU(p, v) _mm256_storeu_si256((__m256i *)(p), v)
 #define VSET1(x) _mm256_set1_epi32(x)
 #define VDOT(c, a, b) _mm256_add_epi32(c, _mm256_madd_epi16(a, b))
-#define TILE tile
-#define MR 6
 #include "kernels/x86/gemm-s8-tile.h"
-#undef TILE
-#undef MR
-#define TILE tile1
-#define MR 1
-#include "kernels/x86/gemm-s8-tile.h"
-
-const struct qp_gemm_s8_ukernel qp_gemm_s8_avx2 = {
-    .name = "avx2",
-    .isa = QP_KERN_AVX2,
-    .mr = 6,
-    .nr = 8 * NV,
-    .kr = KR,
-    .a_elem = 2,
-    .b_elem = 2,
-    .tile = tile,
-    .tile1 = tile1,
-};
 #endif

@@ -4,10 +4,11 @@
  * registers, a tile of 6 rows x 16 columns in 12 ymm accumulators. */
 #if defined(__x86_64__)
 #include <immintrin.h>
-#include <string.h>
 
-#include "kernels/gemm-s8-ukernel.h"
-
+#define UKERNEL qp_gemm_s8_avxvnni
+#define NAME "avx-vnni"
+#define ISA QP_KERN_AVXVNNI
+#define MR 6
 #define NV 2
 #define VEC __m256i
 #define VBYTES 32
@@ -18,24 +19,5 @@
 #define VSTOREU(p, v) _mm256_storeu_si256((__m256i *)(p), v)
 #define VSET1(x) _mm256_set1_epi32(x)
 #define VDOT(c, a, b) _mm256_dpbusd_avx_epi32(c, a, b)
-#define TILE tile
-#define MR 6
 #include "kernels/x86/gemm-s8-tile.h"
-#undef TILE
-#undef MR
-#define TILE tile1
-#define MR 1
-#include "kernels/x86/gemm-s8-tile.h"
-
-const struct qp_gemm_s8_ukernel qp_gemm_s8_avxvnni = {
-    .name = "avx-vnni",
-    .isa = QP_KERN_AVXVNNI,
-    .mr = 6,
-    .nr = 8 * NV,
-    .kr = KR,
-    .a_elem = 1,
-    .b_elem = 1,
-    .tile = tile,
-    .tile1 = tile1,
-};
 #endif

@@ -1,8 +1,9 @@
-/* kernels/x86/gemm-s8-tile.h: the body every x86 GEMM micro-kernel shares
- * (kernels/gemm-s8-ukernel.h), instantiated once per instruction set by a
- * file that defines, before including it:
+/* kernels/x86/gemm-s8-tile.h: what every x86 GEMM micro-kernel shares
+ * (kernels/gemm-s8-ukernel.h): a full tile and a one-row tile (for the
+ * last rows and for matrix-vector products) from one body, and the
+ * descriptor. A variant file defines, before including it:
  *
- *   TILE          the function's name
+ *   UKERNEL       the descriptor's symbol; NAME its name, ISA its set
  *   MR            tile rows
  *   NV            vectors per tile row (NR = NV * lanes)
  *   VEC           the int32 vector type
@@ -13,46 +14,30 @@
  *   VSTOREU(p, v) unaligned store
  *   VSET1(x)      broadcast of an int32
  *   VDOT(c, a, b) c + the products of a (unsigned) and b (signed), summed
- *                 per int32 lane
- *
- * Each K step loads NV vectors of the B panel, broadcasts 4 bytes of each
- * A row and issues MR * NV VDOTs into accumulators that stay in
- * registers. A file may include it twice (a full tile and a one-row tile
- * for the last rows and for matrix-vector products), redefining TILE and
- * MR in between. */
-static void TILE(size_t kp, const void *a, const void *b, const int32_t *init,
-                 int32_t *c, size_t ldc)
-{
-    enum { LANES = sizeof(VEC) / 4 };
-    const AELEM *pa = a;
-    const char *pb = b;
-    VEC acc[MR][NV];
-#pragma GCC unroll 8
-    for (int j = 0; j < NV; j++) {
-        VEC v = VLOADU(init + LANES * j);
-#pragma GCC unroll 16
-        for (int r = 0; r < MR; r++)
-            acc[r][j] = v;
-    }
-    for (size_t g = 0; g < kp; g += KR) {
-        VEC bv[NV];
-#pragma GCC unroll 8
-        for (int j = 0; j < NV; j++)
-            bv[j] = VLOADB(pb + VBYTES * j);
-#pragma GCC unroll 16
-        for (int r = 0; r < MR; r++) {
-            int32_t w;
-            memcpy(&w, pa + r * kp + g, 4);
-            VEC av = VSET1(w);
-#pragma GCC unroll 8
-            for (int j = 0; j < NV; j++)
-                acc[r][j] = VDOT(acc[r][j], av, bv[j]);
-        }
-        pb += VBYTES * NV;
-    }
-#pragma GCC unroll 16
-    for (int r = 0; r < MR; r++)
-#pragma GCC unroll 8
-        for (int j = 0; j < NV; j++)
-            VSTOREU(c + r * ldc + LANES * j, acc[r][j]);
-}
+ *                 per int32 lane */
+#include <string.h>
+
+#include "kernels/gemm-s8-ukernel.h"
+
+#define TILE tile
+#define TILE_MR MR
+#include "kernels/x86/gemm-s8-tile-body.h"
+#undef TILE
+#undef TILE_MR
+#define TILE tile1
+#define TILE_MR 1
+#include "kernels/x86/gemm-s8-tile-body.h"
+#undef TILE
+#undef TILE_MR
+
+const struct qp_gemm_s8_ukernel UKERNEL = {
+    .name = NAME,
+    .isa = ISA,
+    .mr = MR,
+    .nr = NV * (sizeof(VEC) / 4),
+    .kr = KR,
+    .a_elem = sizeof(AELEM),
+    .b_elem = VBYTES / (sizeof(VEC) / 4 * KR), /* lanes x KR elements */
+    .tile = tile,
+    .tile1 = tile1,
+};

@@ -5,10 +5,11 @@
  * each int32 lane, exact: no saturation) per accumulator. */
 #if defined(__x86_64__)
 #include <immintrin.h>
-#include <string.h>
 
-#include "kernels/gemm-s8-ukernel.h"
-
+#define UKERNEL qp_gemm_s8_avx512vnni
+#define NAME "avx512-vnni"
+#define ISA QP_KERN_AVX512VNNI
+#define MR 8
 #define NV 3
 #define VEC __m512i
 #define VBYTES 64
@@ -19,24 +20,5 @@
 #define VSTOREU(p, v) _mm512_storeu_si512(p, v)
 #define VSET1(x) _mm512_set1_epi32(x)
 #define VDOT(c, a, b) _mm512_dpbusd_epi32(c, a, b)
-#define TILE tile
-#define MR 8
 #include "kernels/x86/gemm-s8-tile.h"
-#undef TILE
-#undef MR
-#define TILE tile1
-#define MR 1
-#include "kernels/x86/gemm-s8-tile.h"
-
-const struct qp_gemm_s8_ukernel qp_gemm_s8_avx512vnni = {
-    .name = "avx512-vnni",
-    .isa = QP_KERN_AVX512VNNI,
-    .mr = 8,
-    .nr = 16 * NV,
-    .kr = KR,
-    .a_elem = 1,
-    .b_elem = 1,
-    .tile = tile,
-    .tile1 = tile1,
-};
 #endif
