@@ -2,13 +2,13 @@
  * libonnx-testdata (/usr/share/libonnx-testdata/data/node/): MatMulInteger
  * and ConvInteger (int32 outputs), QLinearMatMul and QLinearConv
  * (requantized in the onnx-ref and ort flavors), on every instruction set.
- * Node attributes are those of ONNX's test generators (only
- * test_convinteger_with_padding has one: pads = [1, 1, 1, 1]); inputs and
- * expected outputs are read from the test's .pb files. */
+ * The convolutions' attributes come from the test's model.onnx
+ * (formats/onnx.h), inputs and expected outputs from its .pb files. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/onnx.h"
 #include "formats/tensorproto.h"
 #include "kernels/conv-s8.h"
 #include "kernels/gemm-s8.h"
@@ -123,18 +123,77 @@ static void matmul_check(struct qp_test_ctx *ctx, const char *name,
     free(got);
 }
 
-/* NCHW conv of x [N, C, H, W] with w [OC, C, KH, KW], pads all `pad` */
+/* An INTS attribute of n values, or def when absent. */
+static bool attr_ints(struct qp_test_ctx *ctx, const struct qp_onnx_node *nd,
+                      const char *name, size_t n, int64_t def, size_t *out)
+{
+    const int64_t *v;
+    size_t count;
+    struct qp_error err;
+    if (qp_onnx_attr_ints(nd, name, &v, &count, &err) ||
+        (v && count != n)) {
+        qp_test_failf(ctx, __FILE__, __LINE__, "attribute %s", name);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++)
+        out[i] = (size_t)(v ? v[i] : def);
+    return true;
+}
+
+/* The 2-D geometry and group of the model's single Conv-like node op. */
+static bool conv_attrs(struct qp_test_ctx *ctx, const char *test,
+                       const char *op, struct qp_conv_geom *g, size_t *groups)
+{
+    char path[512];
+    struct qp_onnx_model *m = NULL;
+    struct qp_error err;
+    snprintf(path, sizeof path, NODE_DIR "/%s/model.onnx", test);
+    if (qp_onnx_load(path, &m, &err)) {
+        qp_test_failf(ctx, __FILE__, __LINE__, "%s", err.msg);
+        return false;
+    }
+    const struct qp_onnx_node *nd = &m->graph->nodes[0];
+    const char *auto_pad;
+    int64_t group;
+    size_t s[2], d[2], pads[4];
+    bool ok = m->graph->n_nodes == 1 && qp_onnx_node_is(nd, op) &&
+              !qp_onnx_attr_string(nd, "auto_pad", "NOTSET", &auto_pad,
+                                   &err) &&
+              !strcmp(auto_pad, "NOTSET") &&
+              !qp_onnx_attr_int(nd, "group", 1, &group, &err) &&
+              attr_ints(ctx, nd, "strides", 2, 1, s) &&
+              attr_ints(ctx, nd, "dilations", 2, 1, d) &&
+              attr_ints(ctx, nd, "pads", 4, 0, pads);
+    if (ok) { /* pads: [top, left, bottom, right] */
+        *g = (struct qp_conv_geom){0, 0, 0, 0, s[0], s[1], d[0], d[1],
+                                   pads[0], pads[1], pads[2], pads[3]};
+        *groups = (size_t)group;
+    } else {
+        qp_test_failf(ctx, __FILE__, __LINE__, "%s: not one %s node with "
+                      "explicit padding", path, op);
+    }
+    qp_onnx_model_free(m);
+    return ok;
+}
+
+/* NCHW conv of x [N, C, H, W] with w [OC, C/g, KH, KW], the attributes of
+ * the test's model */
 static void conv_check(struct qp_test_ctx *ctx, const char *name,
-                       const struct qp_tensor *x, const struct qp_tensor *w,
-                       int32_t xzp, int32_t wzp, size_t pad,
+                       const char *op, const struct qp_tensor *x,
+                       const struct qp_tensor *w, int32_t xzp, int32_t wzp,
                        const struct qp_rq *rq, const struct qp_tensor *want)
 {
     const int64_t *xs = x->shape, *ws = w->shape;
+    struct qp_conv_geom geom;
+    size_t groups;
+    REQUIRE(conv_attrs(ctx, name, op, &geom, &groups));
+    geom.in_h = (size_t)xs[2];
+    geom.in_w = (size_t)xs[3];
+    geom.kernel_h = (size_t)ws[2];
+    geom.kernel_w = (size_t)ws[3];
     struct qp_conv_s8_params p = {
-        .layout = QP_CONV_NCHW,
-        .geom = {(size_t)xs[2], (size_t)xs[3], (size_t)ws[2], (size_t)ws[3],
-                 1, 1, 1, 1, pad, pad, pad, pad},
-        .in_c = (size_t)xs[1], .out_c = (size_t)ws[0], .groups = 1,
+        .layout = QP_CONV_NCHW, .geom = geom,
+        .in_c = (size_t)xs[1], .out_c = (size_t)ws[0], .groups = groups,
         .in_dtype = x->dtype, .filter_dtype = w->dtype,
         .input_zero_point = xzp, .filter_zero_point = &wzp,
         .filter_zero_points = 1, .rq = rq};
@@ -176,17 +235,14 @@ QP_TEST(onnx_node_matmulinteger)
 
 QP_TEST(onnx_node_convinteger)
 {
-    static const struct {
-        const char *name;
-        size_t pad;
-    } cases[] = {{"test_basic_convinteger", 0},
-                 {"test_convinteger_without_padding", 0},
-                 {"test_convinteger_with_padding", 1}};
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    static const char *const names[] = {"test_basic_convinteger",
+                                        "test_convinteger_without_padding",
+                                        "test_convinteger_with_padding"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         struct node_test t; /* x, w, x_zero_point -> y int32 */
-        if (node_load(ctx, cases[i].name, 3, &t))
-            conv_check(ctx, cases[i].name, t.in[0], t.in[1], zp_of(t.in[2]),
-                       0, cases[i].pad, NULL, t.out);
+        if (node_load(ctx, names[i], 3, &t))
+            conv_check(ctx, names[i], "ConvInteger", t.in[0], t.in[1],
+                       zp_of(t.in[2]), 0, NULL, t.out);
         node_free(&t);
     }
 }
@@ -246,8 +302,8 @@ QP_TEST(onnx_node_qlinearconv)
             if (!qlinear_rq(ctx, onnx_flavors[f], t.in[1], t.in[4], t.in[6],
                             t.in[7], &rq))
                 continue;
-            conv_check(ctx, "test_qlinearconv", t.in[0], t.in[3],
-                       zp_of(t.in[2]), zp_of(t.in[5]), 0, &rq, t.out);
+            conv_check(ctx, "test_qlinearconv", "QLinearConv", t.in[0],
+                       t.in[3], zp_of(t.in[2]), zp_of(t.in[5]), &rq, t.out);
             qp_rq_release(&rq);
         }
     node_free(&t);
