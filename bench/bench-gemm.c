@@ -1,9 +1,8 @@
 /* bench/bench-gemm.c: int8 GEMM speed, M = N = K = 1024 with per-channel
  * requantization, beside OpenBLAS sgemm and XNNPACK's qs8 fully-connected
  * (and its per-channel qc8 1x1 convolution) on the same shape, measured in
- * the same process with 2 and 1 threads. The contenders run in turn, each
- * once per round, so that load from other processes falls on all of them;
- * each keeps its best time. Prints GOP/s (2*M*N*K / s) and the ratios; the
+ * the same process with 2 and 1 threads, each contender prepared once and
+ * timed in two passes (best time). Prints GOP/s (2*M*N*K / s) and the ratios; the
  * lines "ratio ..." are the summary (the fastest requantizing flavor).
  *
  *   build/bench/bench-gemm [M N K]
@@ -185,21 +184,26 @@ static void release(struct run *r)
     }
 }
 
-/* Runs every contender REPS times in turn (so that load from other
- * processes hits them alike) after one warm-up; keeps the best time. */
+/* Runs each contender REPS times in a row after a warm-up, twice over
+ * (so that a burst of load from other processes does not decide alone),
+ * keeping the best time. A pause before each contender lets the previous
+ * one's worker threads (OpenBLAS and pthreadpool spin after a run) go
+ * idle instead of competing for the cores. */
 static void race(struct run *runs, int n)
 {
-    for (int i = 0; i < n; i++) {
-        runs[i].fn(&runs[i]);
+    for (int i = 0; i < n; i++)
         runs[i].best = 1e30;
-    }
-    for (int rep = 0; rep < REPS; rep++)
+    for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < n; i++) {
-            double t0 = now();
+            nanosleep(&(struct timespec){0, 200000000}, NULL);
             runs[i].fn(&runs[i]);
-            double t = now() - t0;
-            if (t < runs[i].best)
-                runs[i].best = t;
+            for (int rep = 0; rep < REPS; rep++) {
+                double t0 = now();
+                runs[i].fn(&runs[i]);
+                double t = now() - t0;
+                if (t < runs[i].best)
+                    runs[i].best = t;
+            }
         }
 }
 
