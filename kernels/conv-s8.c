@@ -1,0 +1,403 @@
+/* kernels/conv-s8.c: the convolution driver (kernels/conv-s8.h). Three
+ * ways to compute the same bytes as kernels/ref/conv-s8.c:
+ *
+ *   depthwise  groups == IC with one input channel per group: the
+ *              depthwise kernel (kernels/depthwise-s8.c)
+ *   gemm       otherwise, when a GEMM micro-kernel is available and the
+ *              input zero point is a value of the input dtype: per group,
+ *              im2col of a block of output pixels ([pixels][KH*KW*IC/g],
+ *              padded taps filled with the zero point, so they contribute
+ *              (zp - zp) * w = 0 exactly as a skipped tap) times the
+ *              group's packed OHWI filter; 1x1 stride-1 unpadded
+ *              convolutions read the NHWC input as the GEMM's A directly
+ *   ref        the reference, when neither applies
+ *
+ * NCHW runs the same paths on an NHWC copy of the input (and an OHWI copy
+ * of the filter) and transposes the output back. */
+#include "kernels/conv-s8.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/parallel.h"
+#include "core/size.h"
+#include "kernels/depthwise-s8.h"
+#include "kernels/gemm-s8-ukernel.h"
+#include "kernels/gemm-s8.h"
+#include "kernels/kern-util.h"
+
+enum { CONV_REF = 0, CONV_GEMM, CONV_DEPTHWISE };
+
+#define ALIGN 64
+
+static size_t round_up(size_t x, size_t a)
+{
+    return (x + a - 1) / a * a;
+}
+
+static char *align_ptr(void *p)
+{
+    return (char *)(((uintptr_t)p + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
+}
+
+enum qp_status qp_conv_geom_out(const struct qp_conv_geom *g, const char *what,
+                                size_t *out_h, size_t *out_w,
+                                struct qp_error *err)
+{
+    if (!g->in_h || !g->in_w || !g->kernel_h || !g->kernel_w)
+        return qp_fail(err, QP_E_INVAL, "%s: input %zux%zu and kernel %zux%zu "
+                       "must not be empty", what, g->in_h, g->in_w,
+                       g->kernel_h, g->kernel_w);
+    if (!g->stride_h || !g->stride_w || !g->dilation_h || !g->dilation_w)
+        return qp_fail(err, QP_E_INVAL, "%s: stride %zu,%zu and dilation "
+                       "%zu,%zu must be >= 1", what, g->stride_h, g->stride_w,
+                       g->dilation_h, g->dilation_w);
+    size_t eh, ew, ph, pw;
+    if (qp_size_mul(g->dilation_h, g->kernel_h - 1, &eh) ||
+        qp_size_mul(g->dilation_w, g->kernel_w - 1, &ew) ||
+        qp_size_add(g->in_h, g->pad_top, &ph) ||
+        qp_size_add(ph, g->pad_bottom, &ph) ||
+        qp_size_add(g->in_w, g->pad_left, &pw) ||
+        qp_size_add(pw, g->pad_right, &pw))
+        return qp_fail(err, QP_E_OVERFLOW, "%s: padded size overflows", what);
+    if (eh + 1 > ph || ew + 1 > pw)
+        return qp_fail(err, QP_E_INVAL, "%s: dilated kernel %zux%zu is larger "
+                       "than the padded input %zux%zu", what, eh + 1, ew + 1,
+                       ph, pw);
+    *out_h = (ph - eh - 1) / g->stride_h + 1;
+    *out_w = (pw - ew - 1) / g->stride_w + 1;
+    return QP_OK;
+}
+
+void qp_conv_s8_release(struct qp_conv_s8 *c)
+{
+    if (c->gemm)
+        for (size_t i = 0; i < c->p.groups; i++)
+            qp_gemm_s8_release(&c->gemm[i]);
+    free(c->gemm);
+    if (c->dw)
+        qp_dw_s8_release(c->dw);
+    free(c->dw);
+    free(c->filter);
+    free(c->bias);
+    free(c->filter_zp);
+    memset(c, 0, sizeof *c);
+}
+
+const char *qp_conv_s8_variant(const struct qp_conv_s8 *c, char *buf,
+                               size_t size)
+{
+    if (c->mode == CONV_GEMM)
+        snprintf(buf, size, "gemm/%s", qp_gemm_s8_variant(&c->gemm[0]));
+    else if (c->mode == CONV_DEPTHWISE)
+        snprintf(buf, size, "depthwise/%s", qp_dw_s8_variant(c->dw));
+    else
+        snprintf(buf, size, "ref");
+    return buf;
+}
+
+static bool zp_fits(enum qp_dtype dt, int32_t zp)
+{
+    return dt == QP_DTYPE_I8 ? zp >= -128 && zp <= 127 : zp >= 0 && zp <= 255;
+}
+
+/* 1x1, stride 1, no padding, one group: the NHWC input is the GEMM's A */
+static bool conv_direct(const struct qp_conv_s8 *c)
+{
+    const struct qp_conv_geom *g = &c->p.geom;
+    return c->p.groups == 1 && g->kernel_h == 1 && g->kernel_w == 1 &&
+           g->stride_h == 1 && g->stride_w == 1 && !g->pad_top &&
+           !g->pad_left && !g->pad_bottom && !g->pad_right;
+}
+
+static enum qp_status prepare_depthwise(struct qp_conv_s8 *c,
+                                        struct qp_error *err)
+{
+    /* OHWI [OC][KH][KW][1] and OIHW [OC][1][KH][KW] are both [OC][taps];
+     * the depthwise kernel wants [taps][OC] */
+    size_t taps = c->p.geom.kernel_h * c->p.geom.kernel_w, oc_n = c->p.out_c;
+    uint8_t *f = malloc(taps * oc_n);
+    c->dw = calloc(1, sizeof *c->dw);
+    if (!f || !c->dw) {
+        free(f);
+        return qp_fail(err, QP_E_NOMEM, "conv: out of memory");
+    }
+    for (size_t oc = 0; oc < oc_n; oc++)
+        for (size_t t = 0; t < taps; t++)
+            f[t * oc_n + oc] = c->filter[oc * taps + t];
+    struct qp_dw_s8_params d = {
+        .geom = c->p.geom, .in_c = c->p.in_c, .depth_multiplier = c->ocg,
+        .in_dtype = c->p.in_dtype, .filter_dtype = c->p.filter_dtype,
+        .input_zero_point = c->p.input_zero_point,
+        .filter_zero_point = c->filter_zp, .filter_zero_points = oc_n,
+        .bias = c->bias, .rq = c->p.rq, .isa = c->p.isa,
+        .threads = c->threads};
+    enum qp_status st = qp_dw_s8_prepare(c->dw, &d, f, err);
+    free(f);
+    if (st) {
+        free(c->dw);
+        c->dw = NULL;
+    }
+    return st;
+}
+
+static enum qp_status prepare_gemm(struct qp_conv_s8 *c, struct qp_error *err)
+{
+    size_t taps = c->p.geom.kernel_h * c->p.geom.kernel_w;
+    const uint8_t *f = c->filter;
+    uint8_t *ohwi = NULL;
+    if (c->p.layout == QP_CONV_NCHW) { /* OIHW -> OHWI */
+        ohwi = malloc(c->p.out_c * c->kg);
+        if (!ohwi)
+            return qp_fail(err, QP_E_NOMEM, "conv: out of memory");
+        for (size_t oc = 0; oc < c->p.out_c; oc++)
+            for (size_t ic = 0; ic < c->icg; ic++)
+                for (size_t t = 0; t < taps; t++)
+                    ohwi[oc * c->kg + t * c->icg + ic] =
+                        f[oc * c->kg + ic * taps + t];
+        f = ohwi;
+    }
+    enum qp_status st = QP_OK;
+    c->gemm = calloc(c->p.groups, sizeof *c->gemm);
+    if (!c->gemm)
+        st = qp_fail(err, QP_E_NOMEM, "conv: out of memory");
+    for (size_t gi = 0; !st && gi < c->p.groups; gi++) {
+        size_t o0 = gi * c->ocg;
+        struct qp_rq slice;
+        if (c->p.rq)
+            slice = qp_kern_rq_slice(c->p.rq, o0, c->ocg);
+        struct qp_gemm_s8_params gp = {
+            .n = c->ocg, .k = c->kg, .a_dtype = c->p.in_dtype,
+            .b_dtype = c->p.filter_dtype,
+            .a_zero_point = c->p.input_zero_point,
+            .b_zero_point = c->filter_zp + o0, .b_zero_points = c->ocg,
+            .bias = c->bias ? c->bias + o0 : NULL,
+            .rq = c->p.rq ? &slice : NULL, .isa = c->p.isa, .threads = 1};
+        st = qp_gemm_s8_prepare(&c->gemm[gi], &gp, f + o0 * c->kg, c->kg, err);
+    }
+    free(ohwi);
+    if (!st)
+        c->rows = c->gemm[0].mb;
+    return st;
+}
+
+enum qp_status qp_conv_s8_prepare(struct qp_conv_s8 *c,
+                                  const struct qp_conv_s8_params *p,
+                                  const void *filter, struct qp_error *err)
+{
+    memset(c, 0, sizeof *c);
+    if ((unsigned)p->layout >= QP_CONV_LAYOUT_COUNT)
+        return qp_fail(err, QP_E_INVAL, "conv: unknown layout %d",
+                       (int)p->layout);
+    if (!p->in_c || !p->out_c || !p->groups || p->in_c % p->groups ||
+        p->out_c % p->groups)
+        return qp_fail(err, QP_E_INVAL, "conv: %zu groups must divide %zu "
+                       "input and %zu output channels", p->groups, p->in_c,
+                       p->out_c);
+    enum qp_status st = qp_kern_check_quant(
+        "conv", p->in_dtype, p->filter_dtype, p->filter_zero_point,
+        p->filter_zero_points, p->out_c, p->rq, p->isa, err);
+    if (!st)
+        st = qp_conv_geom_out(&p->geom, "conv", &c->out_h, &c->out_w, err);
+    if (st)
+        return st;
+    c->icg = p->in_c / p->groups;
+    c->ocg = p->out_c / p->groups;
+    size_t fbytes;
+    if (qp_size_mul(p->geom.kernel_h, p->geom.kernel_w, &c->kg) ||
+        qp_size_mul(c->kg, c->icg, &c->kg) ||
+        qp_size_mul(c->kg, p->out_c, &fbytes))
+        return qp_fail(err, QP_E_OVERFLOW, "conv: filter size overflows");
+    bool ok;
+    const struct qp_gemm_s8_ukernel *uk = qp_kern_gemm_s8(p->isa, &ok);
+    if (!ok)
+        return qp_fail(err, QP_E_UNSUPPORTED, "conv: instruction set '%s' is "
+                       "not available on this machine",
+                       qp_kern_isa_name(p->isa));
+    const struct qp_dw_s8_ukernel *dwk = qp_kern_depthwise_s8(p->isa, &ok);
+
+    c->p = *p;
+    c->threads = p->threads > 0 ? p->threads : qp_parallel_threads();
+    if (p->rq)
+        c->rq = *p->rq;
+    c->p.rq = p->rq ? &c->rq : NULL;
+    c->filter = malloc(fbytes);
+    c->filter_zp = qp_kern_expand_zp(p->filter_zero_point,
+                                     p->filter_zero_points, p->out_c);
+    c->bias = qp_kern_dup_i32(p->bias, p->out_c);
+    if (!c->filter || !c->filter_zp || (p->bias && !c->bias)) {
+        qp_conv_s8_release(c);
+        return qp_fail(err, QP_E_NOMEM, "conv: out of memory");
+    }
+    memcpy(c->filter, filter, fbytes);
+    c->p.filter_zero_point = c->filter_zp;
+    c->p.filter_zero_points = p->out_c;
+    c->p.bias = c->bias;
+
+    if (c->icg == 1 && p->groups == p->in_c && dwk) {
+        c->mode = CONV_DEPTHWISE;
+        st = prepare_depthwise(c, err);
+    } else if (uk && zp_fits(p->in_dtype, p->input_zero_point)) {
+        c->mode = CONV_GEMM;
+        st = prepare_gemm(c, err);
+    }
+    if (st)
+        qp_conv_s8_release(c);
+    return st;
+}
+
+/* ---- run ------------------------------------------------------------- */
+
+static size_t out_size(const struct qp_conv_s8 *c)
+{
+    return qp_kern_out_size(c->p.rq);
+}
+
+/* NCHW copies: [input NHWC][output NHWC], per batch */
+static size_t nchw_bytes(const struct qp_conv_s8 *c, size_t batch)
+{
+    if (c->p.layout != QP_CONV_NCHW)
+        return 0;
+    return round_up(batch * c->p.geom.in_h * c->p.geom.in_w * c->p.in_c,
+                    ALIGN) +
+           round_up(batch * c->out_h * c->out_w * c->p.out_c * out_size(c),
+                    ALIGN);
+}
+
+static size_t thread_bytes(const struct qp_conv_s8 *c)
+{
+    size_t im2col = conv_direct(c) ? 0 : round_up(c->rows * c->kg, ALIGN);
+    return im2col + round_up(qp_gemm_s8_thread_scratch(&c->gemm[0]), ALIGN);
+}
+
+static int run_threads(const struct qp_conv_s8 *c, size_t batch)
+{
+    double macs = (double)batch * c->out_h * c->out_w * c->p.out_c * c->kg;
+    size_t pixels = batch * c->out_h * c->out_w;
+    size_t mr = c->gemm[0].uk->mr; /* threads share whole tiles of pixels */
+    if (c->threads <= 1 || macs < (1 << 21) || pixels < 2 * mr)
+        return 1;
+    return pixels / mr < (size_t)c->threads ? (int)(pixels / mr) : c->threads;
+}
+
+size_t qp_conv_s8_scratch_size(const struct qp_conv_s8 *c, size_t batch)
+{
+    if (c->mode == CONV_REF)
+        return 0;
+    size_t s = ALIGN + nchw_bytes(c, batch);
+    if (c->mode == CONV_DEPTHWISE)
+        return s + qp_dw_s8_scratch_size(c->dw, batch);
+    return s + (size_t)run_threads(c, batch) * thread_bytes(c);
+}
+
+/* Rows [r0, r0+n) of the im2col matrix of group gi: [n][KH][KW][IC/g]. */
+static void im2col(const struct qp_conv_s8 *c, const uint8_t *in, size_t gi,
+                   size_t r0, size_t n, uint8_t *dst)
+{
+    const struct qp_conv_geom *g = &c->p.geom;
+    uint8_t zp = (uint8_t)c->p.input_zero_point;
+    size_t icg = c->icg;
+    for (size_t r = 0; r < n; r++) {
+        size_t pix = r0 + r, ox = pix % c->out_w, oy = pix / c->out_w % c->out_h;
+        size_t b = pix / (c->out_w * c->out_h);
+        uint8_t *d = dst + r * c->kg;
+        for (size_t ky = 0; ky < g->kernel_h; ky++) {
+            size_t iy, ix;
+            bool yin = qp_kern_tap(oy, ky, g->stride_h, g->dilation_h,
+                                   g->pad_top, g->in_h, &iy);
+            for (size_t kx = 0; kx < g->kernel_w; kx++, d += icg) {
+                if (!yin || !qp_kern_tap(ox, kx, g->stride_w, g->dilation_w,
+                                         g->pad_left, g->in_w, &ix)) {
+                    memset(d, zp, icg); /* (zp - zp) * w adds nothing */
+                    continue;
+                }
+                const uint8_t *s = in + ((b * g->in_h + iy) * g->in_w + ix) *
+                                            c->p.in_c + gi * icg;
+                memcpy(d, s, icg);
+            }
+        }
+    }
+}
+
+struct run_ctx {
+    const struct qp_conv_s8 *c;
+    const uint8_t *in; /* NHWC */
+    char *out;         /* NHWC */
+    char *scratch;     /* per-thread areas */
+    size_t pixels;
+};
+
+static void run_share(void *arg, int t, int nt)
+{
+    const struct run_ctx *x = arg;
+    const struct qp_conv_s8 *c = x->c;
+    size_t es = out_size(c), oc_n = c->p.out_c;
+    char *s = x->scratch + (size_t)t * thread_bytes(c);
+    bool direct = conv_direct(c);
+    uint8_t *cols = (uint8_t *)s;
+    void *gs = s + (direct ? 0 : round_up(c->rows * c->kg, ALIGN));
+    size_t p0, p1;
+    qp_parallel_split(x->pixels, t, nt, c->gemm[0].uk->mr, &p0, &p1);
+    for (size_t r = p0; r < p1; r += c->rows) {
+        size_t n = p1 - r < c->rows ? p1 - r : c->rows;
+        if (direct) {
+            qp_gemm_s8_rows(&c->gemm[0], x->in + r * c->p.in_c, n, c->p.in_c,
+                            x->out + r * oc_n * es, oc_n, gs);
+            continue;
+        }
+        for (size_t gi = 0; gi < c->p.groups; gi++) {
+            im2col(c, x->in, gi, r, n, cols);
+            qp_gemm_s8_rows(&c->gemm[gi], cols, n, c->kg,
+                            x->out + (r * oc_n + gi * c->ocg) * es, oc_n, gs);
+        }
+    }
+}
+
+/* [b][c][hw] <-> [b][hw][c], elements of es bytes */
+static void transpose(const char *src, char *dst, size_t batch, size_t rows,
+                      size_t cols, size_t es)
+{
+    for (size_t b = 0; b < batch; b++) {
+        const char *s = src + b * rows * cols * es;
+        char *d = dst + b * rows * cols * es;
+        for (size_t i = 0; i < rows; i++)
+            for (size_t j = 0; j < cols; j++)
+                memcpy(d + (j * rows + i) * es, s + (i * cols + j) * es, es);
+    }
+}
+
+enum qp_status qp_conv_s8_run(const struct qp_conv_s8 *c, const void *input,
+                              size_t batch, void *output, void *scratch,
+                              struct qp_error *err)
+{
+    if (batch == 0)
+        return QP_OK;
+    if (c->mode == CONV_REF) {
+        qp_conv_s8_ref(&c->p, c->filter, input, batch, output);
+        return QP_OK;
+    }
+    if (!scratch)
+        return qp_fail(err, QP_E_INVAL, "conv: no scratch (needs %zu bytes)",
+                       qp_conv_s8_scratch_size(c, batch));
+    char *s = align_ptr(scratch);
+    const uint8_t *in = input;
+    char *out = output;
+    size_t hw = c->p.geom.in_h * c->p.geom.in_w, ohw = c->out_h * c->out_w;
+    if (c->p.layout == QP_CONV_NCHW) {
+        transpose(input, s, batch, c->p.in_c, hw, 1);
+        in = (const uint8_t *)s;
+        out = s + round_up(batch * hw * c->p.in_c, ALIGN);
+        s += nchw_bytes(c, batch);
+    }
+    enum qp_status st = QP_OK;
+    if (c->mode == CONV_DEPTHWISE) {
+        st = qp_dw_s8_run(c->dw, in, batch, out, s, err);
+    } else {
+        struct run_ctx x = {c, in, out, s, batch * ohw};
+        qp_parallel_run(run_share, &x, run_threads(c, batch));
+    }
+    if (!st && c->p.layout == QP_CONV_NCHW)
+        transpose(out, output, batch, ohw, c->p.out_c, out_size(c));
+    return st;
+}

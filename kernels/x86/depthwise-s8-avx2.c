@@ -1,0 +1,46 @@
+/* kernels/x86/depthwise-s8-avx2.c: one depthwise output pixel with AVX2
+ * (kernels/depthwise-s8-ukernel.h): 8 channels per ymm, inputs widened to
+ * int32, vpmulld + vpaddd (exact modulo 2^32, like the reference). */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include <string.h>
+
+#include "kernels/depthwise-s8-ukernel.h"
+
+static __m256i load8(const uint8_t *p, bool s)
+{
+    __m128i v = _mm_loadl_epi64((const __m128i *)p);
+    return s ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
+}
+
+static void pixel(size_t n, size_t taps, const uint8_t *const *x,
+                  const int32_t *const *w, bool s, int32_t zp,
+                  const int32_t *init, int32_t *acc)
+{
+    const __m256i z = _mm256_set1_epi32(zp);
+    size_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(init + c));
+        for (size_t t = 0; t < taps; t++) {
+            __m256i v = _mm256_sub_epi32(load8(x[t] + c, s), z);
+            __m256i f = _mm256_loadu_si256((const __m256i *)(w[t] + c));
+            a = _mm256_add_epi32(a, _mm256_mullo_epi32(v, f));
+        }
+        _mm256_storeu_si256((__m256i *)(acc + c), a);
+    }
+    for (; c < n; c++) {
+        uint32_t a = (uint32_t)init[c];
+        for (size_t t = 0; t < taps; t++) {
+            int32_t v = s ? (int8_t)x[t][c] : x[t][c];
+            a += ((uint32_t)v - (uint32_t)zp) * (uint32_t)w[t][c];
+        }
+        acc[c] = (int32_t)a;
+    }
+}
+
+const struct qp_dw_s8_ukernel qp_dw_s8_avx2 = {
+    .name = "avx2",
+    .isa = QP_KERN_AVX2,
+    .pixel = pixel,
+};
+#endif
