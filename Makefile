@@ -53,6 +53,7 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 TEST_LDLIBS ?=
 
+.DEFAULT_GOAL := all
 -include $(wildcard mk/*.mk)
 
 .PHONY: all test check asan bench install demo clean deps
