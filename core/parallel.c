@@ -1,32 +1,91 @@
+/* core/parallel.c: parallel-for on a persistent worker pool.
+ *
+ * Workers are started on first use and then sleep on a condition variable
+ * between calls, so a call costs a wake-up, not a thread start (which
+ * dominated small layers). The pool is the one process-wide object in
+ * core/: it carries no state from one call to the next beyond the sleeping
+ * threads. One call runs at a time; a call made while the pool is busy (a
+ * nested call from inside a share, or another thread's call) runs all its
+ * shares on the calling thread, so results never depend on scheduling. */
 #include "core/parallel.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
+
+#define MAX_WORKERS 255
 
 int qp_parallel_threads(void)
 {
     const char *e = getenv("QP_THREADS");
     if (e && *e) {
         long v = strtol(e, NULL, 10);
-        if (v >= 1 && v <= 1024)
+        if (v >= 1 && v <= MAX_WORKERS + 1)
             return (int)v;
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? (int)(n > 1024 ? 1024 : n) : 1;
+    return n >= 1 ? (int)(n > MAX_WORKERS + 1 ? MAX_WORKERS + 1 : n) : 1;
 }
 
-struct job {
+static struct {
+    pthread_mutex_t busy;  /* held by the caller for a whole run */
+    pthread_mutex_t lock;  /* protects the fields below */
+    pthread_cond_t start, done;
+    int workers;           /* started so far; worker w runs share w + 1 */
+    unsigned long gen;     /* bumped for every run */
     void (*fn)(void *, int, int);
     void *ctx;
-    int t, n;
-};
+    int nthreads;
+    int pending;           /* workers still to finish this run */
+    unsigned long born[MAX_WORKERS]; /* gen when worker w was started */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
+          PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, NULL,
+          0, 0, {0}};
 
-static void *job_main(void *arg)
+static void *worker_main(void *arg)
 {
-    struct job *j = arg;
-    j->fn(j->ctx, j->t, j->n);
+    int id = (int)(intptr_t)arg, share = id + 1;
+    pthread_mutex_lock(&pool.lock);
+    /* runs published after this worker was started are its to join, even
+     * if it gets here only after one was published */
+    unsigned long seen = pool.born[id];
+    for (;;) {
+        while (pool.gen == seen)
+            pthread_cond_wait(&pool.start, &pool.lock);
+        seen = pool.gen;
+        void (*fn)(void *, int, int) = pool.fn;
+        void *ctx = pool.ctx;
+        int n = pool.nthreads;
+        pthread_mutex_unlock(&pool.lock);
+        if (share < n)
+            fn(ctx, share, n);
+        pthread_mutex_lock(&pool.lock);
+        if (--pool.pending == 0)
+            pthread_cond_signal(&pool.done);
+    }
     return NULL;
+}
+
+/* Starts workers up to want (called with busy held). Returns how many
+ * exist. */
+static int grow(int want)
+{
+    while (pool.workers < want) {
+        pthread_t th;
+        pthread_mutex_lock(&pool.lock);
+        int id = pool.workers;
+        pool.born[id] = pool.gen;
+        int ok = pthread_create(&th, NULL, worker_main, (void *)(intptr_t)id) == 0;
+        if (ok) {
+            pthread_detach(th);
+            pool.workers++;
+        }
+        pthread_mutex_unlock(&pool.lock);
+        if (!ok)
+            break;
+    }
+    return pool.workers;
 }
 
 void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
@@ -34,35 +93,30 @@ void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
 {
     if (nthreads <= 0)
         nthreads = qp_parallel_threads();
-    if (nthreads == 1) {
-        fn(ctx, 0, 1);
-        return;
-    }
-    pthread_t *th = calloc((size_t)nthreads, sizeof *th);
-    struct job *jobs = calloc((size_t)nthreads, sizeof *jobs);
-    char *started = calloc((size_t)nthreads, 1);
-    if (!th || !jobs || !started) {
+    if (nthreads > MAX_WORKERS + 1)
+        nthreads = MAX_WORKERS + 1;
+    if (nthreads == 1 || pthread_mutex_trylock(&pool.busy) != 0) {
         for (int t = 0; t < nthreads; t++)
             fn(ctx, t, nthreads);
-        free(th);
-        free(jobs);
-        free(started);
         return;
     }
-    for (int t = 1; t < nthreads; t++) {
-        jobs[t] = (struct job){fn, ctx, t, nthreads};
-        started[t] = pthread_create(&th[t], NULL, job_main, &jobs[t]) == 0;
-    }
+    int have = grow(nthreads - 1);
+    pthread_mutex_lock(&pool.lock);
+    pool.fn = fn;
+    pool.ctx = ctx;
+    pool.nthreads = nthreads;
+    pool.pending = have;
+    pool.gen++;
+    pthread_cond_broadcast(&pool.start);
+    pthread_mutex_unlock(&pool.lock);
     fn(ctx, 0, nthreads);
-    for (int t = 1; t < nthreads; t++) {
-        if (started[t])
-            pthread_join(th[t], NULL);
-        else
-            fn(ctx, t, nthreads);
-    }
-    free(th);
-    free(jobs);
-    free(started);
+    for (int t = have + 1; t < nthreads; t++) /* shares no worker could take */
+        fn(ctx, t, nthreads);
+    pthread_mutex_lock(&pool.lock);
+    while (pool.pending > 0)
+        pthread_cond_wait(&pool.done, &pool.lock);
+    pthread_mutex_unlock(&pool.lock);
+    pthread_mutex_unlock(&pool.busy);
 }
 
 void qp_parallel_split(size_t n, int t, int nthreads, size_t align,

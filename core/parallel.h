@@ -1,7 +1,9 @@
-/* core/parallel.h: a minimal parallel-for over worker threads.
+/* core/parallel.h: a minimal parallel-for over a persistent worker pool.
  *
  * The thread count is QP_THREADS from the environment when set (>= 1),
- * otherwise the number of online CPUs. No state is kept between calls. */
+ * otherwise the number of online CPUs. Workers start on first use and
+ * sleep between calls. One call runs on the pool at a time; a nested or
+ * concurrent call runs its shares on the calling thread. */
 #ifndef QP_CORE_PARALLEL_H
 #define QP_CORE_PARALLEL_H
 
@@ -13,8 +15,9 @@ int qp_parallel_threads(void);
 /* Calls fn(ctx, t, nthreads) once for every t in [0, nthreads) on
  * nthreads threads (the caller's thread runs t = 0). Each call decides its
  * own share of the work from t. nthreads <= 0 means qp_parallel_threads().
- * Falls back to running the shares one after another if a thread cannot be
- * started, so the result never depends on thread creation. */
+ * Shares that no worker can take (a thread could not be started, or the
+ * pool is busy) run on the caller, so the result never depends on thread
+ * creation or scheduling. */
 void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
                      int nthreads);
 

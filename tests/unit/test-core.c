@@ -281,3 +281,37 @@ QP_TEST(packed_2_3_4_bit_roundtrip_and_layout)
     CHECK_INT(b[1], 0x01);
     CHECK_INT(qp_packed_get(QP_DTYPE_I3, b, 2), -1);
 }
+
+struct nest_ctx {
+    int hits[4][4];
+};
+
+static void inner(void *p, int t, int nt)
+{
+    (void)nt;
+    int *row = p;
+    row[t]++;
+}
+
+static void outer(void *p, int t, int nt)
+{
+    struct nest_ctx *c = p;
+    (void)nt;
+    qp_parallel_run(inner, c->hits[t], 4); /* nested: runs on this thread */
+}
+
+QP_TEST(parallel_nested_calls_run_every_share_once)
+{
+    for (int rep = 0; rep < 200; rep++) {
+        struct nest_ctx c = {{{0}}};
+        qp_parallel_run(outer, &c, 4);
+        for (int a = 0; a < 4; a++)
+            for (int b = 0; b < 4; b++)
+                if (c.hits[a][b] != 1) {
+                    qp_test_failf(ctx, __FILE__, __LINE__,
+                                  "rep %d: share (%d,%d) ran %d times", rep, a,
+                                  b, c.hits[a][b]);
+                    return;
+                }
+    }
+}
