@@ -166,7 +166,7 @@ static enum qp_status prepare_gemm(struct qp_conv_s8 *c, struct qp_error *err)
         size_t o0 = gi * c->ocg;
         struct qp_rq slice;
         if (c->p.rq)
-            slice = qp_kern_rq_slice(c->p.rq, o0, c->ocg);
+            slice = qp_rq_slice(c->p.rq, o0, c->ocg);
         struct qp_gemm_s8_params gp = {
             .n = c->ocg, .k = c->kg, .a_dtype = c->p.in_dtype,
             .b_dtype = c->p.filter_dtype,

@@ -279,7 +279,7 @@ static void block_rows(const struct qp_gemm_s8 *g, const uint8_t *a,
     size_t c0 = p0 * nr, c1 = p1 * nr < g->n ? p1 * nr : g->n;
     struct qp_rq rq;
     if (g->has_rq)
-        rq = qp_kern_rq_slice(&g->rq, c0, c1 - c0);
+        rq = qp_rq_slice(&g->rq, c0, c1 - c0);
 
     for (size_t m0 = 0; m0 < m; m0 += g->mb) {
         size_t rows = m - m0 < g->mb ? m - m0 : g->mb;

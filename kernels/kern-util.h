@@ -73,23 +73,6 @@ static inline void qp_kern_store_out(const struct qp_rq *rq, size_t c,
     qp_kern_store(rq, out, i, rq ? qp_rq_one(rq, c, acc) : acc);
 }
 
-/* A view of rq restricted to channels [c0, c0 + n): per-channel arrays
- * advance by c0, a per-tensor rq (channels == 1) is returned unchanged.
- * The arrays stay borrowed from rq. */
-static inline struct qp_rq qp_kern_rq_slice(const struct qp_rq *rq, size_t c0,
-                                            size_t n)
-{
-    struct qp_rq v = *rq;
-    if (rq->channels > 1) {
-        v.channels = n;
-        v.multiplier = rq->multiplier ? rq->multiplier + c0 : NULL;
-        v.shift = rq->shift ? rq->shift + c0 : NULL;
-        v.scale = rq->scale ? rq->scale + c0 : NULL;
-        v.scale_d = rq->scale_d ? rq->scale_d + c0 : NULL;
-    }
-    return v;
-}
-
 /* Requantizes rows x cols int32 accumulators (row stride lda) into out
  * (row stride ldo elements), channel = column; int32 copy without rq. */
 void qp_kern_requant_rows(const struct qp_rq *rq, const int32_t *acc,

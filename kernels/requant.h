@@ -98,6 +98,25 @@ struct qp_rq {
     enum qp_dtype out_dtype; /* QP_DTYPE_I8, QP_DTYPE_U8 or QP_DTYPE_I16 */
 };
 
+/* A view of rq restricted to channels [c0, c0 + n) (a conv group, a
+ * thread's columns): per-channel arrays advance by c0; a per-tensor rq
+ * (channels == 1) comes back unchanged. The arrays stay borrowed from rq:
+ * never qp_rq_release a view. Kept next to the struct so a new per-channel
+ * field cannot be forgotten here. */
+static inline struct qp_rq qp_rq_slice(const struct qp_rq *rq, size_t c0,
+                                       size_t n)
+{
+    struct qp_rq v = *rq;
+    if (rq->channels > 1) {
+        v.channels = n;
+        v.multiplier = rq->multiplier ? rq->multiplier + c0 : NULL;
+        v.shift = rq->shift ? rq->shift + c0 : NULL;
+        v.scale = rq->scale ? rq->scale + c0 : NULL;
+        v.scale_d = rq->scale_d ? rq->scale_d + c0 : NULL;
+    }
+    return v;
+}
+
 /* From float scales, as the flavor's runtime derives them for a conv or
  * matmul layer (w_scale has `channels` entries):
  *   TFLite, CMSIS-NN, gemmlowp: QuantizeMultiplier((double)in_scale *
