@@ -331,26 +331,7 @@ enum qp_status qp_dump_info_companions(const struct qp_tensor *t,
             shape[i] = q->block_size
                 ? (t->shape[i] + q->block_size - 1) / q->block_size : t->shape[i];
     }
-    size_t len = strlen(t->name) + sizeof ".zero_point";
-    char *name = malloc(len);
-    if (!name)
-        return qp_fail(err, QP_E_NOMEM, "out of memory");
-    snprintf(name, len, "%s.scale", t->name);
-    st = qp_tensor_new(name, QP_DTYPE_F32, t->ndim, shape, scale, err);
-    if (!st && q->zero_point) {
-        snprintf(name, len, "%s.zero_point", t->name);
-        st = qp_tensor_new(name, QP_DTYPE_I32, t->ndim, shape, zp, err);
-    }
-    free(name);
-    if (st) {
-        qp_tensor_free(*scale);
-        *scale = NULL;
-        return st;
-    }
-    memcpy((*scale)->data, q->scale, q->count * sizeof(float));
-    if (*zp)
-        memcpy((*zp)->data, q->zero_point, q->count * sizeof(int32_t));
-    return QP_OK;
+    return qp_dump_companions_shaped(t, t->ndim, shape, scale, zp, err);
 }
 
 enum qp_status qp_dump_info_write(struct qp_dump_infos *s,

@@ -569,22 +569,36 @@ enum qp_status qp_dump_companions(const struct qp_tensor *t,
                        "tensor '%s': quantization axis %d block %lld cannot be "
                        "written as companion tensors unambiguously", t->name,
                        q->axis, (long long)q->block_size);
-    size_t len = strlen(t->name);
-    char *name = malloc(len + sizeof ".zero_point");
+    return qp_dump_companions_shaped(t, ndims[pick], shapes[pick], scale, zp,
+                                     err);
+}
+
+enum qp_status qp_dump_companions_shaped(const struct qp_tensor *t, int ndim,
+                                         const int64_t *shape,
+                                         struct qp_tensor **scale,
+                                         struct qp_tensor **zp,
+                                         struct qp_error *err)
+{
+    const struct qp_qparams *q = t->qp;
+    *scale = *zp = NULL;
+    size_t len = strlen(t->name) + sizeof ".zero_point";
+    char *name = malloc(len);
     if (!name)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    snprintf(name, len + sizeof ".zero_point", "%s.scale", t->name);
-    enum qp_status st = qp_tensor_new(name, QP_DTYPE_F32, ndims[pick],
-                                      shapes[pick], scale, err);
+    snprintf(name, len, "%s.scale", t->name);
+    enum qp_status st = qp_tensor_new(name, QP_DTYPE_F32, ndim, shape, scale, err);
     if (!st && q->zero_point) {
-        snprintf(name, len + sizeof ".zero_point", "%s.zero_point", t->name);
-        st = qp_tensor_new(name, QP_DTYPE_I32, ndims[pick], shapes[pick], zp,
-                           err);
+        snprintf(name, len, "%s.zero_point", t->name);
+        st = qp_tensor_new(name, QP_DTYPE_I32, ndim, shape, zp, err);
     }
     free(name);
+    if (!st && qp_tensor_numel(*scale) != q->count)
+        st = qp_fail(err, QP_E_SHAPE, "tensor '%s': %zu scales do not fill the "
+                     "companion shape", t->name, q->count);
     if (st) {
         qp_tensor_free(*scale);
-        *scale = NULL;
+        qp_tensor_free(*zp);
+        *scale = *zp = NULL;
         return st;
     }
     memcpy((*scale)->data, q->scale, q->count * sizeof(float));

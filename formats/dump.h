@@ -216,6 +216,15 @@ enum qp_status qp_dump_companions(const struct qp_tensor *t,
 
 
 
+/* The companions of t in the given shape (whose element count must be
+ * t's scale count): for writers that record axis and block size elsewhere
+ * and need a shape qp_dump_companions would not pick. */
+enum qp_status qp_dump_companions_shaped(const struct qp_tensor *t, int ndim,
+                                         const int64_t *shape,
+                                         struct qp_tensor **scale,
+                                         struct qp_tensor **zp,
+                                         struct qp_error *err);
+
 /* ---- metadata helpers for backends ------------------------------------ */
 
 /* Sets (or replaces) key in m; both strings copied. */
