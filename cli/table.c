@@ -52,6 +52,28 @@ bool qp_table_add(struct qp_table *t, const char *const *cells)
     return true;
 }
 
+/* Prints one row, padded, without trailing spaces. */
+static void print_row(const struct qp_table *t, char *const *cells,
+                      const size_t *w, FILE *f)
+{
+    size_t pending = 0; /* spaces owed before the next visible text */
+    for (size_t c = 0; c < t->ncols; c++) {
+        const char *s = cells[c];
+        size_t len = strlen(s), pad = w[c] - len;
+        if (c)
+            pending += 2;
+        if (t->align[c] == 'r')
+            pending += pad;
+        if (len) {
+            fprintf(f, "%*s%s", (int)pending, "", s);
+            pending = 0;
+        }
+        if (t->align[c] != 'r')
+            pending += pad;
+    }
+    fputc('\n', f);
+}
+
 bool qp_table_print(const struct qp_table *t, FILE *f)
 {
     size_t *w = calloc(t->ncols, sizeof *w);
@@ -66,15 +88,7 @@ bool qp_table_print(const struct qp_table *t, FILE *f)
     for (size_t c = 0; c < t->ncols; c++)
         total += w[c] + (c ? 2 : 0);
     for (size_t r = 0; r <= t->nrows; r++) {
-        for (size_t c = 0; c < t->ncols; c++) {
-            const char *s = t->cells[r * t->ncols + c];
-            bool right = t->align[c] == 'r', last = c + 1 == t->ncols;
-            fprintf(f, "%s%*s%s", c ? "  " : "", right ? (int)w[c] : 0, right ? s : "",
-                    right ? "" : s);
-            if (!right && !last)
-                fprintf(f, "%*s", (int)(w[c] - strlen(s)), "");
-        }
-        fputc('\n', f);
+        print_row(t, t->cells + r * t->ncols, w, f);
         if (r == 0) {
             for (size_t k = 0; k < total; k++)
                 fputc('-', f);
