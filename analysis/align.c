@@ -9,7 +9,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/fileio.h"
 #include "formats/json.h"
 
 static const char *const how_names[] = {"map-pair", "exact", "normalised",
@@ -225,20 +224,15 @@ static enum qp_status parse_rules(struct qp_align_map *m, const struct qp_json *
     return QP_OK;
 }
 
-enum qp_status qp_align_map_parse(const char *text, const char *what,
-                                  struct qp_align_map **out,
-                                  struct qp_error *err)
+/* Builds the map from a parsed document. */
+static enum qp_status map_from_json(const struct qp_json *root, const char *what,
+                                    struct qp_align_map **out,
+                                    struct qp_error *err)
 {
-    *out = NULL;
-    struct qp_json *root;
-    enum qp_status st = qp_json_parse(text, what, &root, err);
-    if (st)
-        return st;
     struct qp_align_map *m = calloc(1, sizeof *m);
-    if (!m) {
-        qp_json_free(root);
+    if (!m)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    }
+    enum qp_status st = QP_OK;
     if (qp_json_type(root) != QP_JSON_OBJECT)
         st = qp_fail(err, QP_E_FORMAT,
                      "%s: a map is an object with \"pairs\" and/or \"rules\"",
@@ -255,7 +249,6 @@ enum qp_status qp_align_map_parse(const char *text, const char *what,
                          "%s: unknown member \"%s\" (expected \"pairs\" and "
                          "\"rules\")", what, key);
     }
-    qp_json_free(root);
     if (st) {
         qp_align_map_free(m);
         return st;
@@ -264,24 +257,37 @@ enum qp_status qp_align_map_parse(const char *text, const char *what,
     return QP_OK;
 }
 
+enum qp_status qp_align_map_parse(const char *text, const char *what,
+                                  struct qp_align_map **out,
+                                  struct qp_error *err)
+{
+    *out = NULL;
+    struct qp_json *root;
+    enum qp_status st = qp_json_parse(text, what, &root, err);
+    if (!st)
+        st = map_from_json(root, what, out, err);
+    qp_json_free(root);
+    return st;
+}
+
 enum qp_status qp_align_map_load(const char *path, struct qp_align_map **out,
                                  struct qp_error *err)
 {
-    char *text;
     *out = NULL;
-    enum qp_status st = qp_read_file(path, (size_t)16 << 20, &text, NULL, err);
+    struct qp_json *root;
+    enum qp_status st = qp_json_load(path, &root, err);
     if (st)
         return st;
     size_t n = strlen(path) + 3;
     char *what = malloc(n);
-    if (!what) {
-        free(text);
-        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    if (what) {
+        snprintf(what, n, "'%s'", path);
+        st = map_from_json(root, what, out, err);
+    } else {
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
     }
-    snprintf(what, n, "'%s'", path);
-    st = qp_align_map_parse(text, what, out, err);
     free(what);
-    free(text);
+    qp_json_free(root);
     return st;
 }
 

@@ -142,6 +142,20 @@ QP_TEST(stats_outliers_beyond_six_sigma)
     CHECK_NEAR(ratio, 1.0 / 524288, 1e-18);
 }
 
+static void check_summary(struct qp_test_ctx *ctx, const struct qp_tensor *t,
+                          unsigned bits, const char *gran, double smin,
+                          double smax, int64_t zmin, int64_t zmax)
+{
+    struct qp_qparam_summary qs;
+    qp_qparam_summarise(t, &qs);
+    CHECK_INT(qs.bits, bits);
+    CHECK_STR(qs.granularity, gran);
+    CHECK_NEAR(qs.scale_min, smin, 0);
+    CHECK_NEAR(qs.scale_max, smax, 0);
+    CHECK_INT(qs.zp_min, zmin);
+    CHECK_INT(qs.zp_max, zmax);
+}
+
 QP_TEST(stats_of_dequantized_int8_and_qparam_summary)
 {
     /* q = {3,5,7,9}, scale 0.5, zero point 1: (q-1)*0.5 = {1,2,3,4} */
@@ -157,14 +171,7 @@ QP_TEST(stats_of_dequantized_int8_and_qparam_summary)
     struct qp_stats s;
     REQUIRE_OK(qp_stats_tensor(t, &s, &err), &err);
     check_1234(ctx, &s, 0, 1e-14);
-    struct qp_qparam_summary qs;
-    qp_qparam_summarise(t, &qs);
-    CHECK_INT(qs.bits, 8);
-    CHECK_STR(qs.granularity, "per-tensor");
-    CHECK_NEAR(qs.scale_min, 0.5, 0);
-    CHECK_NEAR(qs.scale_max, 0.5, 0);
-    CHECK_INT(qs.zp_min, 1);
-    CHECK_INT(qs.zp_max, 1);
+    check_summary(ctx, t, 8, "per-tensor", 0.5, 0.5, 1, 1);
     qp_tensor_free(t);
     /* per-axis and group-wise 4-bit */
     int64_t s2[2] = {2, 8};
@@ -172,18 +179,8 @@ QP_TEST(stats_of_dequantized_int8_and_qparam_summary)
     const float scales[4] = {0.25f, 2.0f, 0.5f, 1.0f};
     const int32_t zps[4] = {-3, 0, 4, 1};
     REQUIRE_OK(qp_tensor_set_qparams(t, 2, scales, zps, 0, 0, &err), &err);
-    qp_qparam_summarise(t, &qs);
-    CHECK_INT(qs.bits, 4);
-    CHECK_STR(qs.granularity, "per-axis 0");
-    CHECK_NEAR(qs.scale_max, 2, 0);
-    CHECK_INT(qs.zp_min, -3);
-    CHECK_INT(qs.zp_max, 0);
+    check_summary(ctx, t, 4, "per-axis 0", 0.25, 2, -3, 0);
     REQUIRE_OK(qp_tensor_set_qparams(t, 4, scales, NULL, 1, 4, &err), &err);
-    qp_qparam_summarise(t, &qs);
-    CHECK_STR(qs.granularity, "group 4 axis 1");
-    CHECK_NEAR(qs.scale_min, 0.25, 0);
-    CHECK_NEAR(qs.scale_max, 2, 0);
-    CHECK_INT(qs.zp_min, 0);
-    CHECK_INT(qs.zp_max, 0);
+    check_summary(ctx, t, 4, "group 4 axis 1", 0.25, 2, 0, 0);
     qp_tensor_free(t);
 }
