@@ -14,6 +14,11 @@
  *       one .npy: DTYPE f32, f64, f16, i8, u8, i16, i32, i64, ...; SHAPE
  *       "2x3" or "scalar"; VALUES comma-separated numbers (nan, inf, -inf
  *       allowed), as many as SHAPE holds.
+ *   mkdemo convert SRC DST [FORMAT]
+ *       copies every tensor of dump SRC (with its quantization parameters
+ *       and layout) into a new dump DST (FORMAT as qprobe names them:
+ *       safetensors, npz, h5, npy-dir, pb-dir, raw-dir; default from DST's
+ *       extension, else an npy directory).
  *
  * Both dumps are npy directories (the containers that exist today);
  * data/README.md describes the data and how the demo uses it. */
@@ -274,6 +279,35 @@ static int make_tensor(char **argv, struct qp_error *err)
     return rc;
 }
 
+/* ---- converting dumps --------------------------------------------------------------- */
+
+static enum qp_status convert(const char *src, const char *dst,
+                              const char *fmt_name, struct qp_error *err)
+{
+    enum qp_dump_format fmt = QP_DUMP_AUTO;
+    if (fmt_name && !qp_dump_format_from_name(fmt_name, &fmt))
+        return qp_fail(err, QP_E_INVAL, "unknown format '%s'", fmt_name);
+    struct qp_dump *d;
+    struct qp_dump_writer *w;
+    enum qp_status st = qp_dump_open(src, QP_DUMP_AUTO, &d, err);
+    if (st)
+        return st;
+    st = qp_dump_writer_open(dst, fmt, &w, err);
+    for (size_t i = 0; !st && i < qp_dump_count(d); i++) {
+        struct qp_tensor *t;
+        st = qp_dump_load(d, i, &t, err);
+        if (!st)
+            st = qp_dump_writer_add(w, t, err);
+        qp_tensor_free(t);
+    }
+    if (!st)
+        st = qp_dump_writer_commit(w, err);
+    else if (w)
+        qp_dump_writer_abort(w);
+    qp_dump_close(d);
+    return st;
+}
+
 int main(int argc, char **argv)
 {
     struct qp_error err = {0};
@@ -284,9 +318,13 @@ int main(int argc, char **argv)
         int rc = make_tensor(argv + 2, &err);
         if (rc != 1)
             return rc;
+    } else if ((argc == 4 || argc == 5) && !strcmp(argv[1], "convert")) {
+        if (convert(argv[2], argv[3], argc == 5 ? argv[4] : NULL, &err) == QP_OK)
+            return 0;
     } else {
         fprintf(stderr, "usage: mkdemo demo DIR\n"
-                        "       mkdemo tensor FILE.npy DTYPE SHAPE V1,V2,...\n");
+                        "       mkdemo tensor FILE.npy DTYPE SHAPE V1,V2,...\n"
+                        "       mkdemo convert SRC DST [FORMAT]\n");
         return 2;
     }
     fprintf(stderr, "mkdemo: %s\n", err.msg);

@@ -258,3 +258,23 @@ test_diff_usage_errors() {
     assert_contains "$out" "--fail-if COND"
     assert_contains "$out" "top1 = share of rows whose argmax agrees"
 }
+
+test_diff_across_formats_npy_vs_pb() {
+    # the same device tensors in an ONNX TensorProto .pb directory (int8
+    # with NAME.scale / NAME.zero_point companions) give the same CSV as in
+    # an npy directory
+    mkdir ref test
+    mkt ref/act.npy f32 1x2x1x3 1,2,3,4,5,6
+    mkt test/act.npy i8 1x1x3x2 0,6,2,8,4,11
+    mkt test/act.scale.npy f32 1 0.5
+    mkt test/act.zero_point.npy i32 1 -2
+    mkt ref/x.npy f32 2x2 1,2,3,4
+    mkt test/x.npy f32 2x2 1,2,3,5
+    "$MKDEMO" convert test testpb pb-dir
+    [ -f testpb/act.pb ] && [ -f testpb/act.scale.pb ] || fail "no .pb files"
+    "$QPROBE" diff ref test --layout NCHW:NHWC --csv npy.csv -q >/dev/null
+    "$QPROBE" diff ref testpb --layout NCHW:NHWC --csv pb.csv -q >/dev/null
+    cmp npy.csv pb.csv || fail "npy and pb dumps differ: $(diff npy.csv pb.csv)"
+    assert_near "$(csv_field pb.csv act sqnr_db)" 25.6110138 1e-6   # 10 lg 364
+    assert_near "$(csv_field pb.csv x sqnr_db)" 14.7712125472 1e-7
+}
