@@ -139,6 +139,7 @@ static bool side_layout(const struct qp_tensor *t, const struct qp_diff_opts *o,
 
 /* ---- checking a pair from the listings --------------------------------------------- */
 
+/* How a pair is compared, decided from the listings. */
 struct plan {
     bool permute;
     int perm[QP_MAX_DIMS];
@@ -217,31 +218,28 @@ static void prefetch_pages(const struct qp_tensor *t)
                          t->nbytes);
 }
 
-/* Loads and compares one planned pair into row. */
+/* Loads and compares the planned pair of row. */
 static enum qp_status compare_pair(struct qp_dump *ref, struct qp_dump *test,
-                                   const struct qp_align_pair *pr,
-                                   const struct plan *plan, bool logits,
                                    struct qp_diff_row *row, struct qp_error *err)
 {
     struct qp_tensor *r = NULL, *t = NULL, *tp = NULL;
-    enum qp_status st = qp_dump_load(ref, pr->ref, &r, err);
+    enum qp_status st = qp_dump_load(ref, row->ref_index, &r, err);
     if (!st)
-        st = qp_dump_load(test, pr->test, &t, err);
+        st = qp_dump_load(test, row->test_index, &t, err);
     if (!st) {
         prefetch_pages(r);
         prefetch_pages(t);
     }
-    if (!st && plan->permute) {
-        st = qp_tensor_permute(t, plan->perm, &tp, err);
+    if (!st && row->permute) {
+        st = qp_tensor_permute(t, row->perm, &tp, err);
         release_pages(t);
     }
     const struct qp_tensor *tc = tp ? tp : t;
     if (!st)
         st = qp_metrics_tensors(r, tc, &row->m, err);
-    if (!st && logits) {
+    if (!st && row->logits) {
         struct qp_logits l;
         st = qp_logits_tensors(r, tc, &l, err);
-        row->logits = true;
         row->kl = qp_logits_kl(&l);
         row->top1 = qp_logits_top1(&l);
     }
@@ -272,10 +270,11 @@ static enum qp_status add_refusal(struct qp_diff *d, size_t ref_index,
     return QP_OK;
 }
 
-enum qp_status qp_diff_run(struct qp_dump *ref, struct qp_dump *test,
-                           const struct qp_align *al,
-                           const struct qp_diff_opts *opts, struct qp_diff *out,
-                           struct qp_error *err)
+enum qp_status qp_diff_plan(const struct qp_dump *ref,
+                            const struct qp_dump *test,
+                            const struct qp_align *al,
+                            const struct qp_diff_opts *opts, struct qp_diff *out,
+                            struct qp_error *err)
 {
     *out = (struct qp_diff){0};
     out->rows = calloc(al->npairs + 1, sizeof *out->rows);
@@ -286,7 +285,6 @@ enum qp_status qp_diff_run(struct qp_dump *ref, struct qp_dump *test,
         const struct qp_align_pair *pr = &al->pairs[i];
         const struct qp_tensor *re = qp_dump_entry(ref, pr->ref);
         const struct qp_tensor *te = qp_dump_entry(test, pr->test);
-        qp_progress_report(opts->progress, "diff", i, al->npairs);
         struct plan plan;
         char *refusal;
         st = plan_pair(re, te, opts, &plan, &refusal, err);
@@ -295,9 +293,12 @@ enum qp_status qp_diff_run(struct qp_dump *ref, struct qp_dump *test,
             continue;
         }
         struct qp_diff_row *row = &out->rows[out->nrows];
-        *row = (struct qp_diff_row){.ref_index = pr->ref, .how = pr->how,
-                                    .ndim = re->ndim, .kl = NAN, .top1 = NAN};
+        *row = (struct qp_diff_row){
+            .ref_index = pr->ref, .test_index = pr->test, .how = pr->how,
+            .ndim = re->ndim, .permute = plan.permute,
+            .logits = is_logits(re->name, opts), .kl = NAN, .top1 = NAN};
         memcpy(row->shape, re->shape, sizeof row->shape);
+        memcpy(row->perm, plan.perm, sizeof row->perm);
         row->numel = qp_tensor_numel(re);
         strcpy(row->permuted, plan.note);
         row->name = strdup(re->name);
@@ -305,13 +306,32 @@ enum qp_status qp_diff_run(struct qp_dump *ref, struct qp_dump *test,
         out->nrows++;
         if (!row->name || !row->test_name)
             st = qp_fail(err, QP_E_NOMEM, "out of memory");
-        if (!st)
-            st = compare_pair(ref, test, pr, &plan, is_logits(re->name, opts),
-                              row, err);
     }
-    if (!st)
-        qp_progress_report(opts->progress, "diff", al->npairs, al->npairs);
     return st;
+}
+
+enum qp_status qp_diff_compute(struct qp_dump *ref, struct qp_dump *test,
+                               struct qp_diff *d,
+                               const struct qp_progress *progress,
+                               struct qp_error *err)
+{
+    for (size_t i = 0; i < d->nrows; i++) {
+        qp_progress_report(progress, "diff", i, d->nrows);
+        enum qp_status st = compare_pair(ref, test, &d->rows[i], err);
+        if (st)
+            return st;
+    }
+    qp_progress_report(progress, "diff", d->nrows, d->nrows);
+    return QP_OK;
+}
+
+enum qp_status qp_diff_run(struct qp_dump *ref, struct qp_dump *test,
+                           const struct qp_align *al,
+                           const struct qp_diff_opts *opts, struct qp_diff *out,
+                           struct qp_error *err)
+{
+    enum qp_status st = qp_diff_plan(ref, test, al, opts, out, err);
+    return st ? st : qp_diff_compute(ref, test, out, opts->progress, err);
 }
 
 void qp_diff_release(struct qp_diff *d)

@@ -74,14 +74,17 @@ struct qp_diff_row {
     char *name;       /* reference name, owned */
     char *test_name;  /* owned */
     size_t ref_index; /* position in the reference dump */
+    size_t test_index;/* position in the test dump */
     enum qp_align_how how;
     int ndim;
     int64_t shape[QP_MAX_DIMS]; /* the reference's */
     uint64_t numel;
+    bool permute;     /* test permuted into the reference's layout: */
+    int perm[QP_MAX_DIMS];              /* test dims in reference order */
     char permuted[2 * QP_MAX_DIMS + 4]; /* "NHWC->NCHW" or "" */
     struct qp_metrics m;
     bool logits;      /* kl and top1 computed */
-    double kl, top1;  /* NaN unless logits */
+    double kl, top1;  /* NaN unless logits (and until computed) */
 };
 
 struct qp_diff_refusal {
@@ -97,9 +100,25 @@ struct qp_diff {
     size_t nrefused;
 };
 
-/* Compares every aligned pair. out is filled and owned by the caller
- * (qp_diff_release), also on failure. Fails (naming the dump) when a
- * tensor cannot be loaded; refused pairs are not failures. */
+/* Plans every aligned pair from the dumps' listings (nothing is loaded):
+ * refusals go to out->refused, the others become rows whose metrics are
+ * still zero. out is filled and owned by the caller (qp_diff_release),
+ * also on failure (QP_E_NOMEM only). */
+enum qp_status qp_diff_plan(const struct qp_dump *ref,
+                            const struct qp_dump *test,
+                            const struct qp_align *al,
+                            const struct qp_diff_opts *opts, struct qp_diff *out,
+                            struct qp_error *err);
+
+/* Loads, compares and releases the pair of every planned row, in order.
+ * Fails (naming the dump) when a tensor cannot be loaded. */
+enum qp_status qp_diff_compute(struct qp_dump *ref, struct qp_dump *test,
+                               struct qp_diff *d,
+                               const struct qp_progress *progress,
+                               struct qp_error *err);
+
+/* qp_diff_plan, then qp_diff_compute with opts->progress. Refused pairs are
+ * not failures. */
 enum qp_status qp_diff_run(struct qp_dump *ref, struct qp_dump *test,
                            const struct qp_align *al,
                            const struct qp_diff_opts *opts, struct qp_diff *out,

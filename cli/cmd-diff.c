@@ -373,9 +373,10 @@ static int run(struct args *a, const char *ref_path, const char *test_path)
     struct qp_diff_opts o = {a->layouts, a->nlayouts,
                              a->nlogits ? a->logits : default_logits,
                              a->nlogits ? a->nlogits : 1, &prog};
+    /* the alignment (with the refusals, known from the listings) is shown
+     * before the long part starts */
     if (!st)
-        st = qp_diff_run(ref, test, &al, &o, &d, &err);
-    qp_cli_progress_done();
+        st = qp_diff_plan(ref, test, &al, &o, &d, &err);
     if (!st && !a->quiet)
         st = print_alignment(ref, test, &al, &d, a->verbose, &err);
     if (!st && !d.nrows)
@@ -386,6 +387,9 @@ static int run(struct args *a, const char *ref_path, const char *test_path)
     if (names_fail)
         st = qp_fail(&err, QP_E_NOTFOUND, "'%s' vs '%s': %s", ref_path, test_path,
                      names_fail);
+    if (!st)
+        st = qp_diff_compute(ref, test, &d, &prog, &err);
+    qp_cli_progress_done();
     if (!st) {
         qp_diff_sort(&d, a->sort);
         st = write_outputs(a, ref, test, &al, &d, &err);
