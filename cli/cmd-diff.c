@@ -286,10 +286,9 @@ static enum qp_status write_outputs(const struct args *a, struct qp_dump *ref,
         qp_diff_write_csv(csv, d);
     if (!st && a->align && !(st = qp_csv_open(a->align, &align, err)))
         st = qp_diff_write_align(align, ref, test, al, d, err);
-    if (!st && !(st = qp_text_out_open(a->output, &out, err)) &&
+    if (!st && !(st = qp_text_out_open(a->output, &out, err)) && out.fp &&
         !print_table(d, a, ref->path, test->path, out.fp))
-        st = qp_fail(err, QP_E_IO, "'%s': write failed",
-                     a->output ? a->output : "stdout");
+        st = qp_fail(err, QP_E_IO, "'%s': write failed", a->output);
     if (!st && plot) {
         st = qp_plot_commit(plot, err);
         plot = NULL;
@@ -302,13 +301,15 @@ static enum qp_status write_outputs(const struct args *a, struct qp_dump *ref,
         st = qp_csv_commit(align, err);
         align = NULL;
     }
-    if (out.fp) {
-        enum qp_status s2 = qp_text_out_close(&out, !st, err);
-        st = st ? st : s2;
-    }
+    enum qp_status s2 = qp_text_out_close(&out, !st, err);
+    st = st ? st : s2;
     qp_plot_abort(plot);
     qp_csv_abort(csv);
     qp_csv_abort(align);
+    /* stdout last: the files are complete even if the reader stops early */
+    if (!st && (!a->output || !strcmp(a->output, "-")) &&
+        (!print_table(d, a, ref->path, test->path, stdout) || fflush(stdout)))
+        st = qp_fail(err, QP_E_IO, "stdout: write failed");
     return st;
 }
 

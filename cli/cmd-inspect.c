@@ -209,19 +209,20 @@ int cmd_inspect(int argc, char **argv)
     struct qp_text_out out = {0};
     if (!st && csv && !(st = qp_csv_open(csv, &w, &err)))
         write_csv(w, rows, n);
-    if (!st && !(st = qp_text_out_open(output, &out, &err)) &&
+    if (!st && !(st = qp_text_out_open(output, &out, &err)) && out.fp &&
         !print_table(rows, n, out.fp))
-        st = qp_fail(&err, QP_E_IO, "'%s': write failed",
-                     output ? output : "stdout");
+        st = qp_fail(&err, QP_E_IO, "'%s': write failed", output);
     if (!st && w) {
         st = qp_csv_commit(w, &err);
         w = NULL;
     }
-    if (out.fp) {
-        enum qp_status s2 = qp_text_out_close(&out, !st, &err);
-        st = st ? st : s2;
-    }
+    enum qp_status s2 = qp_text_out_close(&out, !st, &err);
+    st = st ? st : s2;
     qp_csv_abort(w);
+    /* stdout last: the files are complete even if the reader stops early */
+    if (!st && (!output || !strcmp(output, "-")) &&
+        (!print_table(rows, n, stdout) || fflush(stdout)))
+        st = qp_fail(&err, QP_E_IO, "stdout: write failed");
     free(rows);
     qp_dump_close(d);
     return st ? qp_cli_fail(&err) : QP_EXIT_OK;

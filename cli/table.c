@@ -122,7 +122,7 @@ const char *qp_table_num(double v, const char *fmt, char *buf, size_t size)
 enum qp_status qp_text_out_open(const char *path, struct qp_text_out *o,
                                 struct qp_error *err)
 {
-    *o = (struct qp_text_out){stdout, NULL};
+    *o = (struct qp_text_out){NULL, NULL};
     if (!path || !strcmp(path, "-"))
         return QP_OK;
     enum qp_status st = qp_outfile_open(path, &o->of, err);
@@ -135,14 +135,11 @@ enum qp_status qp_text_out_close(struct qp_text_out *o, bool commit,
                                  struct qp_error *err)
 {
     enum qp_status st = QP_OK;
-    if (!o->of) {
-        if (fflush(o->fp) != 0)
-            st = qp_fail(err, QP_E_IO, "stdout: write failed");
-    } else if (commit) {
+    if (o->of && commit)
         st = qp_outfile_commit(o->of, err);
-    } else {
+    else if (o->of)
         qp_outfile_abort(o->of);
-    }
     o->of = NULL;
+    o->fp = NULL;
     return st;
 }

@@ -29,16 +29,18 @@ void qp_table_free(struct qp_table *t);
  * returns buf. */
 const char *qp_table_num(double v, const char *fmt, char *buf, size_t size);
 
-/* A command's text output: stdout (path NULL or "-"), or a file that
- * appears whole or not at all. */
+/* A command's text output written to a file (-o FILE) that appears whole
+ * or not at all, together with the command's other outputs. For stdout
+ * (path NULL or "-") fp stays NULL: the command prints after committing
+ * its files, so a reader that stops early (`| head`) cannot cost them. */
 struct qp_text_out {
-    FILE *fp;
-    struct qp_outfile *of; /* NULL for stdout */
+    FILE *fp;              /* NULL: print to stdout after the files */
+    struct qp_outfile *of;
 };
 
 enum qp_status qp_text_out_open(const char *path, struct qp_text_out *o,
                                 struct qp_error *err);
-/* Commits (or with commit false, drops) the output. */
+/* Commits (or with commit false, drops) a file output; nothing for stdout. */
 enum qp_status qp_text_out_close(struct qp_text_out *o, bool commit,
                                  struct qp_error *err);
 

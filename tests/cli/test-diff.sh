@@ -188,6 +188,15 @@ test_diff_fail_if_exit_3_names_tensors() {
     assert_contains err "unknown metric 'snr'"
 }
 
+test_diff_files_complete_when_the_reader_stops_early() {
+    make_pair
+    # head closes the pipe after one line: the table is printed after the
+    # files are committed, so they are whole
+    "$QPROBE" diff ref test --csv m.csv --align-report a.csv -q | head -n 1 >/dev/null
+    assert_eq "$(grep -c '^' m.csv)" 3
+    assert_eq "$(csv_field a.csv x how)" exact
+}
+
 test_diff_top_and_sort() {
     make_pair
     "$QPROBE" diff ref test --top 1 -q >t.txt
