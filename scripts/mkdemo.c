@@ -4,6 +4,8 @@
  *   mkdemo demo DIR
  *       DIR/ref     the "host reference": float32 activations of a small
  *                   convolutional network, NCHW, PyTorch-style names;
+ *                   (4-d tensors carry layout tags, NCHW / NHWC, which
+ *                   containers with per-tensor metadata keep)
  *       DIR/device  the "device run": the same tensors as int8 with scale
  *                   and zero point (one per-channel), NHWC, device-style
  *                   names (":0", "_output_0", other spellings), a +-1 LSB
@@ -98,7 +100,8 @@ static enum qp_status make_ref(const struct layer *l, struct rng *r,
             v = rng_normal(r) * 2.0 + (ch == (i / c) % c ? 4.0 : 0.0);
         x[i] = (float)(l->relu && v < 0 ? 0 : v);
     }
-    return QP_OK;
+    /* containers with per-tensor metadata (raw sidecars, HDF5) keep it */
+    return l->ndim == 4 ? qp_tensor_set_layout(*out, "NCHW", err) : QP_OK;
 }
 
 /* ---- the device run ------------------------------------------------------------- */
@@ -158,8 +161,9 @@ static enum qp_status make_device(const struct layer *l, const struct qp_tensor 
         v += u == 0 ? 1 : u == 1 ? -1 : 0;
         q[j] = (int8_t)clamp8(v);
     }
-    return qp_tensor_set_qparams(*out, nscale, scale, zp,
-                                 l->per_channel ? caxis : -1, 0, err);
+    st = qp_tensor_set_qparams(*out, nscale, scale, zp,
+                               l->per_channel ? caxis : -1, 0, err);
+    return !st && nd == 4 ? qp_tensor_set_layout(*out, "NHWC", err) : st;
 }
 
 static enum qp_status add_extra(struct qp_dump_writer *w, const char *name,
