@@ -10,6 +10,7 @@
 
 #include "analysis/blocks.h"
 #include "analysis/metrics-impl.h"
+#include "kernels/dispatch.h"
 
 void qp_metrics_init(struct qp_metrics *m)
 {
@@ -67,64 +68,43 @@ void qp_metrics_add_f32_ref(struct qp_metrics *m, const float *ref,
 
 /* ---- run-time choice ------------------------------------------------------ */
 
-struct variant {
+/* Best first; the instruction sets and QP_KERNELS follow kernels/dispatch.h
+ * (QP_KERNELS=ref forces the reference, QP_KERNELS=avx2 caps the choice). */
+static const struct {
     const char *name;
     qp_metrics_kernel fn;
-    bool (*supported)(void);
-};
-
-static bool always(void) { return true; }
-
-#if defined(__x86_64__) || defined(__i386__)
-static bool have_avx2(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
-static bool have_avx512(void)
-{
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512dq") && have_avx2();
-}
+    enum qp_kern_isa isa;
+} variants[] = {
+#if defined(__x86_64__)
+    {"avx512", qp_metrics_add_f32_avx512, QP_KERN_AVX512},
+    {"avx2", qp_metrics_add_f32_avx2, QP_KERN_AVX2},
 #endif
-
-/* Best first. */
-static const struct variant variants[] = {
-#if defined(__x86_64__) || defined(__i386__)
-    {"avx512", qp_metrics_add_f32_avx512, have_avx512},
-    {"avx2", qp_metrics_add_f32_avx2, have_avx2},
-#endif
-    {"ref", qp_metrics_add_f32_ref, always},
+    {"ref", qp_metrics_add_f32_ref, QP_KERN_REF},
 };
+enum { NVARIANTS = sizeof variants / sizeof variants[0] };
 
 qp_metrics_kernel qp_metrics_variant_kernel(const char *name)
 {
-    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+    for (size_t i = 0; i < NVARIANTS; i++)
         if (!strcmp(name, variants[i].name))
-            return variants[i].supported() ? variants[i].fn : NULL;
+            return qp_kern_isa_available(variants[i].isa) ? variants[i].fn : NULL;
     return NULL;
 }
 
 /* Filled once (the dispatch table of STYLE.md), read-only afterwards. */
-static const struct variant *chosen;
+static size_t chosen = NVARIANTS - 1;
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 
 static void choose(void)
 {
-    const char *e = getenv("QP_KERNELS");
-    bool force_ref = e && !strcmp(e, "ref");
-    size_t n = sizeof variants / sizeof variants[0];
-    chosen = &variants[n - 1];
-    for (size_t i = 0; i < n && !force_ref; i++)
-        if (variants[i].supported()) {
-            chosen = &variants[i];
-            break;
+    for (size_t i = 0; i < NVARIANTS; i++)
+        if (qp_kern_isa_allowed(variants[i].isa)) {
+            chosen = i;
+            return;
         }
 }
 
-static const struct variant *variant(void)
+static size_t variant(void)
 {
     pthread_once(&chosen_once, choose);
     return chosen;
@@ -132,13 +112,13 @@ static const struct variant *variant(void)
 
 const char *qp_metrics_variant(void)
 {
-    return variant()->name;
+    return variants[variant()].name;
 }
 
 void qp_metrics_add_f32(struct qp_metrics *m, const float *ref,
                         const float *test, size_t n)
 {
-    variant()->fn(m, ref, test, n);
+    variants[variant()].fn(m, ref, test, n);
 }
 
 /* ---- combining and derived metrics ------------------------------------------ */

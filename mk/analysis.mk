@@ -1,9 +1,5 @@
 # mk/analysis.mk: the demo-data generator (scripts/mkdemo.c), which the
 # demo and the CLI tests run.
-#
-# This file is included before the Makefile's first rule: keep `all` the
-# default goal.
-.DEFAULT_GOAL := all
 
 MKDEMO := $(BUILD)/mkdemo
 

@@ -287,3 +287,19 @@ test_diff_across_formats_npy_vs_pb() {
     assert_near "$(csv_field pb.csv act sqnr_db)" 25.6110138 1e-6   # 10 lg 364
     assert_near "$(csv_field pb.csv x sqnr_db)" 14.7712125472 1e-7
 }
+
+test_diff_simd_and_reference_agree_and_version_names_them() {
+    assert_contains "$(QP_KERNELS=ref "$QPROBE" --version)" "metrics=ref"
+    assert_contains "$("$QPROBE" --version)" "metrics="
+    "$MKDEMO" demo d
+    args="d/ref d/device --map $ROOT/data/demo-map.json --layout NCHW:NHWC -q"
+    # shellcheck disable=SC2086
+    "$QPROBE" diff $args --csv simd.csv >/dev/null
+    # shellcheck disable=SC2086
+    QP_KERNELS=ref "$QPROBE" diff $args --csv ref.csv >/dev/null
+    assert_eq "$(cut -d, -f1-4,8,11 simd.csv)" "$(cut -d, -f1-4,8,11 ref.csv)"
+    paste -d, simd.csv ref.csv | awk -F, 'NR > 1 {
+        for (c = 5; c <= 10; c++) { a = $c; b = $(c + 14); d = a - b; if (d < 0) d = -d
+            if (d > 1e-7 * (b < 0 ? -b : b) + 1e-12) { print "row " NR " col " c ": " a " vs " b; bad = 1 } }
+    } END { exit bad }' || fail "SIMD and reference metrics differ"
+}
