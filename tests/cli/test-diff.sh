@@ -16,6 +16,17 @@ make_pair() {
     mkt test/same.npy f32 3 -1,0.5,7
 }
 
+# ref/act: NCHW [1,2,1,3] = {1,2,3, 4,5,6}; test/act holds it NHWC
+# [1,1,3,2] = {1,4, 2,5, 3,6} as int8 with scale 0.5, zero point -2
+# (q = x/0.5 - 2), its last element LAST (10: exact, 11: 0.5 too large)
+make_act() {
+    mkdir -p ref test
+    mkt ref/act.npy f32 1x2x1x3 1,2,3,4,5,6
+    mkt test/act.npy i8 1x1x3x2 "0,6,2,8,4,$1"
+    mkt test/act.scale.npy f32 1 0.5
+    mkt test/act.zero_point.npy i32 1 -2
+}
+
 test_diff_csv_hand_computed() {
     make_pair
     "$QPROBE" diff ref test --csv m.csv >table.txt 2>err
@@ -76,14 +87,7 @@ test_diff_zero_tensors_and_nonfinite_rank_first() {
 }
 
 test_diff_int8_dequantized_and_layout() {
-    mkdir ref test
-    # act: NCHW [1,2,1,3] = {1,2,3, 4,5,6}; the device holds it NHWC
-    # [1,1,3,2] = {1,4, 2,5, 3,6} as int8 with scale 0.5, zero point -2:
-    # q = x/0.5 - 2
-    mkt ref/act.npy f32 1x2x1x3 1,2,3,4,5,6
-    mkt test/act.npy i8 1x1x3x2 0,6,2,8,4,10
-    mkt test/act.scale.npy f32 1 0.5
-    mkt test/act.zero_point.npy i32 1 -2
+    make_act 10
     mkt ref/v.npy f32 2 1,1
     mkt test/v.npy f32 2 1,1
     "$QPROBE" diff ref test --csv m.csv --align-report a.csv >/dev/null 2>err
@@ -96,7 +100,7 @@ test_diff_int8_dequantized_and_layout() {
     assert_eq "$(csv_field m.csv act ref_absmax)" 6
     assert_eq "$(csv_field a.csv act detail)" "layout NHWC->NCHW"
     # one element off by one LSB (0.5): err^2 = 0.25 of sum ref^2 = 91
-    mkt test/act.npy i8 1x1x3x2 0,6,2,8,4,11
+    make_act 11
     "$QPROBE" diff ref test --layout NCHW:NHWC --csv m.csv -q >/dev/null
     assert_near "$(csv_field m.csv act sqnr_db)" 25.6110138 1e-6   # 10 lg 364
     assert_eq "$(csv_field m.csv act max_abs)" 0.5
@@ -272,11 +276,7 @@ test_diff_across_formats_npy_vs_pb() {
     # the same device tensors in an ONNX TensorProto .pb directory (int8
     # with NAME.scale / NAME.zero_point companions) give the same CSV as in
     # an npy directory
-    mkdir ref test
-    mkt ref/act.npy f32 1x2x1x3 1,2,3,4,5,6
-    mkt test/act.npy i8 1x1x3x2 0,6,2,8,4,11
-    mkt test/act.scale.npy f32 1 0.5
-    mkt test/act.zero_point.npy i32 1 -2
+    make_act 11
     mkt ref/x.npy f32 2x2 1,2,3,4
     mkt test/x.npy f32 2x2 1,2,3,5
     "$MKDEMO" convert test testpb pb-dir
