@@ -9,7 +9,18 @@
  *
  * Pairs where either value is NaN or Inf are left out of the sums; the test
  * side's are counted in nonfinite (such tensors sort first), the
- * reference's in ref_nonfinite. */
+ * reference's in ref_nonfinite. ref_absmax is the largest |ref| over the
+ * finite reference values.
+ *
+ * Edge cases: no finite pair (empty or all non-finite) gives sqnr +inf,
+ * cosine 1, mae 0, rel_l2 0. One side all zero and the other not: cosine
+ * 0; a zero reference with a non-zero error: sqnr -inf, rel_l2 +inf.
+ *
+ * Implementations: a portable reference (analysis/metrics.c) and AVX2 and
+ * AVX-512 variants, chosen once at run time like the kernels'
+ * (kernels/dispatch.h: QP_KERNELS=ref forces the reference, QP_KERNELS=avx2
+ * caps the choice). Counts and maxima are identical across variants; the sums
+ * agree within a relative 1e-12 (they are added in another order). */
 #ifndef QP_ANALYSIS_METRICS_H
 #define QP_ANALYSIS_METRICS_H
 
@@ -46,5 +57,8 @@ double qp_metrics_rel_l2(const struct qp_metrics *m);
 enum qp_status qp_metrics_tensors(const struct qp_tensor *ref,
                                   const struct qp_tensor *test,
                                   struct qp_metrics *out, struct qp_error *err);
+
+/* The variant qp_metrics_add_f32 uses: "ref", "avx2" or "avx512". */
+const char *qp_metrics_variant(void);
 
 #endif

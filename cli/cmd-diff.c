@@ -1,11 +1,430 @@
-/* cli/cmd-diff.c: placeholder until the command is written. */
+/* cli/cmd-diff.c: qprobe diff REF TEST: per-tensor error metrics between
+ * two dumps, worst first (DESIGN.md §4). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/diff-report.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/table.h"
+
+enum {
+    OPT_MAP, OPT_LAYOUT, OPT_LOGITS, OPT_SORT, OPT_TOP, OPT_CSV, OPT_PLOT,
+    OPT_MARK, OPT_ALIGN, OPT_FAIL_IF, OPT_STRICT, OPT_OUTPUT, OPT_VERBOSE,
+    OPT_QUIET, OPT_COUNT
+};
+
+static const struct qp_cli_opt opts[] = {
+    [OPT_MAP] = {"map", 0, true, "FILE", "name map (JSON: explicit pairs and "
+                                         "regex rules; see below)"},
+    [OPT_LAYOUT] = {"layout", 0, true, "REF:TEST",
+                    "declare layouts, e.g. NCHW:NHWC; the test tensor is "
+                    "permuted into the reference's (repeatable, one per rank)"},
+    [OPT_LOGITS] = {"logits", 0, true, "GLOB",
+                    "reference names treated as logits (kl, top1 over the "
+                    "last axis); repeatable; default '*logits*'"},
+    [OPT_SORT] = {"sort", 0, true, "METRIC",
+                  "rank by sqnr_db (default), cosine, mae, max_abs, rel_l2, "
+                  "ref_absmax, nonfinite, numel, kl, top1 or order"},
+    [OPT_TOP] = {"top", 'n', true, "N", "rows of the terminal table (default "
+                                        "20, 0: all)"},
+    [OPT_CSV] = {"csv", 0, true, "FILE", "write every row as CSV ('-' for "
+                                         "stdout)"},
+    [OPT_PLOT] = {"plot", 0, true, "FILE", "SQNR per tensor in dump order, "
+                                           "FILE.png or FILE.svg (gnuplot; the "
+                                           ".gp and .dat are kept beside it)"},
+    [OPT_MARK] = {"mark", 0, true, "N", "worst tensors marked on the plot "
+                                        "(default 5)"},
+    [OPT_ALIGN] = {"align-report", 0, true, "FILE",
+                   "write the alignment (pairs, how, unpaired names) as CSV"},
+    [OPT_FAIL_IF] = {"fail-if", 0, true, "COND",
+                     "exit 3 when a tensor meets COND, e.g. 'sqnr_db<25'; "
+                     "repeatable, or several joined by ','"},
+    [OPT_STRICT] = {"strict", 0, false, NULL,
+                    "fail (exit 1) when a tensor is unpaired or a pair is "
+                    "refused"},
+    [OPT_OUTPUT] = {"output", 'o', true, "FILE",
+                    "write the table to FILE instead of stdout"},
+    [OPT_VERBOSE] = {"verbose", 'v', false, NULL,
+                     "list every pair of the alignment, exact ones too"},
+    [OPT_QUIET] = {"quiet", 'q', false, NULL,
+                   "no alignment summary and no progress on stderr"},
+    {0},
+};
+_Static_assert(sizeof opts / sizeof opts[0] == OPT_COUNT + 1, "an entry per option");
+
+static const struct qp_cli cli = {
+    "diff", "REF TEST [options]",
+    "Per-tensor error metrics between a reference dump and a test dump "
+    "(e.g. host vs device), worst first. A dump is a .h5, .safetensors, .npz, "
+    ".npy or .pb file, or a directory of .npy, .pb or .raw+.json files; "
+    "integer tensors are dequantized with their scale / zero point first.",
+    "Alignment: names pair by --map explicit pairs, then exactly, then "
+    "normalised (case,\n"
+    "separators and suffixes such as ':0' and '_output_0' ignored), then by "
+    "--map rules.\n"
+    "It is summarised on stderr (-v: every pair) and written by --align-report."
+    "\n"
+    "Map file: {\"pairs\": {\"REF\": \"TEST\"}, \"rules\": [{\"test\": \"REGEX\", "
+    "\"ref\": \"TEMPLATE\"}]}\n"
+    "  a test name the POSIX extended REGEX matches whole pairs with the "
+    "reference named\n"
+    "  by TEMPLATE (\\1..\\9: groups); e.g. {\"test\": \"^b([0-9]+)_c([0-9]+)$\", "
+    "\"ref\": \"block\\\\1.conv\\\\2\"}.\n"
+    "Shapes must match after --layout conversion (a tensor's own layout tag, "
+    "from a sidecar,\n"
+    "overrides the declared one); other pairs are refused, never compared "
+    "flattened.\n"
+    "Metrics, in double over the pairs where both values are finite:\n"
+    "  sqnr_db = 10 log10(sum ref^2 / sum (ref-test)^2), inf when the error is "
+    "0\n"
+    "  cosine = sum ref*test / (|ref| |test|), 1 when both are 0; mae = mean "
+    "|ref-test|;\n"
+    "  max_abs = max |ref-test|; rel_l2 = |ref-test| / |ref|; ref_absmax = max "
+    "|ref|;\n"
+    "  nonfinite = NaN/Inf in the test tensor (such tensors rank first).\n"
+    "  Logits (--logits): kl = mean over rows of KL(softmax(ref) || "
+    "softmax(test)),\n"
+    "  top1 = share of rows whose argmax agrees (rows with NaN/Inf: left out of "
+    "kl,\n"
+    "  disagreeing in top1).\n"
+    "CSV columns: rank,name,shape,numel,sqnr_db,cosine,mae,max_abs,rel_l2,"
+    "ref_absmax,\n"
+    "nonfinite,kl,top1,test_name (shape as 1x8x4x4; kl, top1 empty for "
+    "non-logits).\n"
+    "Exit codes: 0 ok, 1 failure, 2 usage error, 3 a --fail-if condition was "
+    "met.",
+    opts,
+};
+
+struct args {
+    const char *map, *csv, *plot, *align, *output;
+    struct qp_layout_decl layouts[QP_MAX_DIMS];
+    size_t nlayouts;
+    const char **logits;
+    size_t nlogits;
+    struct qp_diff_cond *conds;
+    size_t nconds;
+    enum qp_diff_metric sort;
+    int64_t top, mark;
+    bool strict, verbose, quiet;
+};
+
+/* Parses one --fail-if argument ("a<1,b>2") into a->conds. */
+static int add_conds(struct args *a, const char *arg)
+{
+    char *s = strdup(arg), *save = NULL;
+    if (!s)
+        return qp_cli_usage(&cli, "out of memory");
+    int rc = QP_EXIT_OK;
+    for (char *tok = strtok_r(s, ",", &save); tok && !rc;
+         tok = strtok_r(NULL, ",", &save)) {
+        struct qp_diff_cond *nc = realloc(a->conds, (a->nconds + 1) * sizeof *nc);
+        struct qp_error err = {0};
+        if (!nc)
+            rc = qp_cli_usage(&cli, "out of memory");
+        else if (a->conds = nc, qp_diff_cond_parse(tok, &nc[a->nconds], &err))
+            rc = qp_cli_usage(&cli, "%s", err.msg);
+        else
+            a->nconds++;
+    }
+    free(s);
+    return rc;
+}
+
+static int parse_count(const char *arg, const char *what, int64_t *out)
+{
+    if (!qp_cli_parse_i64(arg, out) || *out < 0)
+        return qp_cli_usage(&cli, "%s must be a count >= 0, not '%s'", what, arg);
+    return QP_EXIT_OK;
+}
+
+static int parse_opt(struct args *a, int o, const char *arg)
+{
+    struct qp_error err = {0};
+    switch (o) {
+    case OPT_MAP: a->map = arg; break;
+    case OPT_CSV: a->csv = arg; break;
+    case OPT_ALIGN: a->align = arg; break;
+    case OPT_OUTPUT: a->output = arg; break;
+    case OPT_STRICT: a->strict = true; break;
+    case OPT_VERBOSE: a->verbose = true; break;
+    case OPT_QUIET: a->quiet = true; break;
+    case OPT_PLOT:
+        if (!qp_plot_path_ok(arg))
+            return qp_cli_usage(&cli, "--plot '%s': must end in .png or .svg", arg);
+        a->plot = arg;
+        break;
+    case OPT_LAYOUT:
+        if (a->nlayouts == QP_MAX_DIMS)
+            return qp_cli_usage(&cli, "at most %d --layout options", QP_MAX_DIMS);
+        if (qp_layout_decl_parse(arg, &a->layouts[a->nlayouts], &err))
+            return qp_cli_usage(&cli, "%s", err.msg);
+        a->nlayouts++;
+        break;
+    case OPT_LOGITS: {
+        const char **nl = realloc(a->logits, (a->nlogits + 1) * sizeof *nl);
+        if (!nl)
+            return qp_cli_usage(&cli, "out of memory");
+        a->logits = nl;
+        a->logits[a->nlogits++] = arg;
+        break;
+    }
+    case OPT_SORT:
+        if (!qp_diff_metric_from_name(arg, &a->sort))
+            return qp_cli_usage(&cli, "unknown metric '%s' for --sort", arg);
+        break;
+    case OPT_TOP: return parse_count(arg, "--top", &a->top);
+    case OPT_MARK: return parse_count(arg, "--mark", &a->mark);
+    case OPT_FAIL_IF: return add_conds(a, arg);
+    }
+    return QP_EXIT_OK;
+}
+
+/* ---- alignment on stderr ------------------------------------------------------- */
+
+struct align_print {
+    bool verbose;
+    size_t counts[QP_ALIGN_HOW_COUNT];
+};
+
+static void print_entry(void *ctx, const struct qp_align_entry *e)
+{
+    const struct align_print *p = ctx;
+    if (!strcmp(e->how, "exact") && !p->verbose && !e->detail[0])
+        return;
+    if (e->ref && e->test)
+        fprintf(stderr, "  %-10s  %s <- %s%s%s\n", e->how, e->ref, e->test,
+                e->detail[0] ? ": " : "", e->detail);
+    else
+        fprintf(stderr, "  %-10s  %s\n", e->how,
+                e->ref ? e->ref : e->test ? e->test : e->detail);
+}
+
+static enum qp_status print_alignment(const struct qp_dump *ref,
+                                      const struct qp_dump *test,
+                                      const struct qp_align *al,
+                                      const struct qp_diff *d, bool verbose,
+                                      struct qp_error *err)
+{
+    struct align_print p = {verbose, {0}};
+    for (size_t i = 0; i < al->npairs; i++)
+        p.counts[al->pairs[i].how]++;
+    fflush(stdout);
+    fprintf(stderr, "alignment: %zu pairs (", al->npairs);
+    for (int h = 0, first = 1; h < QP_ALIGN_HOW_COUNT; h++)
+        if (p.counts[h]) {
+            fprintf(stderr, "%s%zu %s", first ? "" : ", ", p.counts[h],
+                    qp_align_how_name((enum qp_align_how)h));
+            first = 0;
+        }
+    fprintf(stderr, "), %zu refused; %zu only in '%s', %zu only in '%s'\n",
+            d->nrefused, al->nref_only, ref->path, al->ntest_only, test->path);
+    return qp_diff_align_entries(ref, test, al, d, print_entry, &p, err);
+}
+
+/* ---- results --------------------------------------------------------------------- */
+
+static bool print_table(const struct qp_diff *d, const struct args *a,
+                        const char *ref, const char *test, FILE *f)
+{
+    bool logits = false;
+    for (size_t i = 0; i < d->nrows; i++)
+        logits = logits || d->rows[i].logits;
+    static const char *const head[] = {"rank", "name", "shape", "sqnr_db",
+                                       "cosine", "mae", "max_abs", "rel_l2",
+                                       "nonfinite", "kl", "top1"};
+    size_t ncols = logits ? 11 : 9;
+    struct qp_table *t = qp_table_new(ncols, head, "rllrrrrrrrr");
+    size_t n = a->top && (size_t)a->top < d->nrows ? (size_t)a->top : d->nrows;
+    bool ok = t != NULL;
+    for (size_t i = 0; ok && i < n; i++) {
+        const struct qp_diff_row *r = &d->rows[i];
+        static const char *const fmt[] = {"%.2f", "%.6f", "%.4g", "%.4g", "%.4g"};
+        char rank[24], shape[200], c[5][32], nf[24], kl[32] = "", top1[32] = "";
+        snprintf(rank, sizeof rank, "%zu", i + 1);
+        qp_shape_str(r->ndim, r->shape, shape, sizeof shape);
+        for (int k = 0; k < 5; k++)
+            qp_table_num(qp_diff_value(r, (enum qp_diff_metric)(QP_DM_SQNR + k)),
+                         fmt[k], c[k], sizeof c[k]);
+        snprintf(nf, sizeof nf, "%llu", (unsigned long long)r->m.nonfinite);
+        if (r->logits) {
+            qp_table_num(r->kl, "%.4g", kl, sizeof kl);
+            qp_table_num(r->top1, "%.4f", top1, sizeof top1);
+        }
+        const char *cells[11] = {rank, r->name, shape, c[0], c[1], c[2], c[3],
+                                 c[4], nf, kl, top1};
+        ok = qp_table_add(t, cells);
+    }
+    fprintf(f, "%s vs %s: %zu tensors compared, worst first by %s\n", ref, test,
+            d->nrows, qp_diff_metric_name(a->sort));
+    ok = ok && qp_table_print(t, f);
+    if (ok && n < d->nrows)
+        fprintf(f, "(%zu more; --top 0 shows all, --csv writes all)\n",
+                d->nrows - n);
+    qp_table_free(t);
+    return ok && !ferror(f);
+}
+
+/* Renders and writes every requested output; all appear or none. */
+static enum qp_status write_outputs(const struct args *a, struct qp_dump *ref,
+                                    struct qp_dump *test, const struct qp_align *al,
+                                    const struct qp_diff *d, struct qp_error *err)
+{
+    struct qp_plot *plot = NULL;
+    struct qp_csv_writer *csv = NULL, *align = NULL;
+    struct qp_text_out out = {0};
+    enum qp_status st = QP_OK;
+    if (a->plot) {
+        char title[512];
+        snprintf(title, sizeof title, "SQNR per tensor: %s vs %s", ref->path,
+                 test->path);
+        st = qp_diff_plot(a->plot, title, d, (size_t)a->mark, &plot, err);
+    }
+    if (!st && a->csv && !(st = qp_csv_open(a->csv, &csv, err)))
+        qp_diff_write_csv(csv, d);
+    if (!st && a->align && !(st = qp_csv_open(a->align, &align, err)))
+        st = qp_diff_write_align(align, ref, test, al, d, err);
+    if (!st && !(st = qp_text_out_open(a->output, &out, err)) && out.fp &&
+        !print_table(d, a, ref->path, test->path, out.fp))
+        st = qp_fail(err, QP_E_IO, "'%s': write failed", a->output);
+    if (!st && plot) {
+        st = qp_plot_commit(plot, err);
+        plot = NULL;
+    }
+    if (!st && csv) {
+        st = qp_csv_commit(csv, err);
+        csv = NULL;
+    }
+    if (!st && align) {
+        st = qp_csv_commit(align, err);
+        align = NULL;
+    }
+    enum qp_status s2 = qp_text_out_close(&out, !st, err);
+    st = st ? st : s2;
+    qp_plot_abort(plot);
+    qp_csv_abort(csv);
+    qp_csv_abort(align);
+    /* stdout last: the files are complete even if the reader stops early */
+    if (!st && (!a->output || !strcmp(a->output, "-")) &&
+        (!print_table(d, a, ref->path, test->path, stdout) || fflush(stdout)))
+        st = qp_fail(err, QP_E_IO, "stdout: write failed");
+    return st;
+}
+
+/* Lists the tensors meeting each --fail-if condition; true if any did. */
+static bool check_conds(const struct args *a, const struct qp_diff *d)
+{
+    bool crossed = false;
+    for (size_t c = 0; c < a->nconds; c++) {
+        const struct qp_diff_cond *cond = &a->conds[c];
+        size_t hits = 0;
+        for (size_t i = 0; i < d->nrows; i++) {
+            if (!qp_diff_cond_hit(cond, &d->rows[i]))
+                continue;
+            if (hits++ < 20) {
+                char v[32];
+                qp_table_num(qp_diff_value(&d->rows[i], cond->metric), "%.6g", v,
+                             sizeof v);
+                fprintf(stderr, "qprobe: threshold crossed: %s: '%s' (%s = %s)\n",
+                        cond->text, d->rows[i].name,
+                        qp_diff_metric_name(cond->metric), v);
+            }
+        }
+        if (hits > 20)
+            fprintf(stderr, "qprobe: threshold crossed: %s: %zu more tensors\n",
+                    cond->text, hits - 20);
+        crossed = crossed || hits;
+    }
+    return crossed;
+}
+
+/* ---- the command --------------------------------------------------------------------- */
+
+static int run(struct args *a, const char *ref_path, const char *test_path)
+{
+    struct qp_error err = {0};
+    struct qp_dump *ref = NULL, *test = NULL;
+    struct qp_align_map *map = NULL;
+    struct qp_align al = {0};
+    struct qp_diff d = {0};
+    const char *names_fail = NULL;
+    const char **rn = NULL, **tn = NULL;
+    enum qp_status st = qp_dump_open(ref_path, QP_DUMP_AUTO, &ref, &err);
+    if (!st)
+        st = qp_dump_open(test_path, QP_DUMP_AUTO, &test, &err);
+    if (!st && a->map)
+        st = qp_align_map_load(a->map, &map, &err);
+    if (!st) {
+        rn = calloc(qp_dump_count(ref) + 1, sizeof *rn);
+        tn = calloc(qp_dump_count(test) + 1, sizeof *tn);
+        if (!rn || !tn)
+            st = qp_fail(&err, QP_E_NOMEM, "out of memory");
+        for (size_t i = 0; !st && i < qp_dump_count(ref); i++)
+            rn[i] = qp_dump_entry(ref, i)->name;
+        for (size_t i = 0; !st && i < qp_dump_count(test); i++)
+            tn[i] = qp_dump_entry(test, i)->name;
+    }
+    if (!st)
+        st = qp_align_names(rn, qp_dump_count(ref), tn, qp_dump_count(test), map,
+                            &al, &err);
+    static const char *const default_logits[] = {"*logits*"};
+    struct qp_progress prog = qp_cli_progress(a->quiet);
+    struct qp_diff_opts o = {a->layouts, a->nlayouts,
+                             a->nlogits ? a->logits : default_logits,
+                             a->nlogits ? a->nlogits : 1, &prog};
+    /* the alignment (with the refusals, known from the listings) is shown
+     * before the long part starts */
+    if (!st)
+        st = qp_diff_plan(ref, test, &al, &o, &d, &err);
+    if (!st && !a->quiet)
+        st = print_alignment(ref, test, &al, &d, a->verbose, &err);
+    if (!st && !d.nrows)
+        names_fail = al.npairs ? "every pair was refused"
+                               : "no tensor names pair up (see --map)";
+    else if (!st && a->strict && (d.nrefused || al.nref_only || al.ntest_only))
+        names_fail = "--strict: some tensors are unpaired or refused";
+    if (names_fail)
+        st = qp_fail(&err, QP_E_NOTFOUND, "'%s' vs '%s': %s", ref_path, test_path,
+                     names_fail);
+    if (!st)
+        st = qp_diff_compute(ref, test, &d, &prog, &err);
+    qp_cli_progress_done();
+    if (!st) {
+        qp_diff_sort(&d, a->sort);
+        st = write_outputs(a, ref, test, &al, &d, &err);
+    }
+    int rc = st ? qp_cli_fail(&err)
+                : check_conds(a, &d) ? QP_EXIT_THRESHOLD : QP_EXIT_OK;
+    qp_diff_release(&d);
+    qp_align_release(&al);
+    qp_align_map_free(map);
+    free(rn);
+    free(tn);
+    qp_dump_close(ref);
+    qp_dump_close(test);
+    return rc;
+}
 
 int cmd_diff(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    qp_cli_error("'diff' is not implemented yet");
-    return QP_EXIT_FAIL;
+    struct args a = {.sort = QP_DM_SQNR, .top = 20, .mark = 5};
+    struct qp_cli_state cs = {0};
+    const char *arg;
+    int o, rc = QP_EXIT_OK;
+    /* after a bad option, read on to the end so the parser frees its state */
+    while ((o = qp_cli_next(&cs, argc, argv, &cli, &arg)) >= 0)
+        if (!rc)
+            rc = parse_opt(&a, o, arg);
+    if (o == QP_CLI_ERROR)
+        rc = QP_EXIT_USAGE;
+    else if (!rc && o != QP_CLI_HELP && argc - cs.optind != 2)
+        rc = qp_cli_usage(&cli, "expected REF and TEST, got %d operands",
+                          argc - cs.optind);
+    else if (!rc && o != QP_CLI_HELP)
+        rc = run(&a, argv[cs.optind], argv[cs.optind + 1]);
+    free(a.logits);
+    free(a.conds);
+    return rc;
 }

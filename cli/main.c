@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/metrics.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "kernels/dispatch.h"
@@ -53,7 +54,8 @@ int main(int argc, char **argv)
         return QP_EXIT_OK;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("qprobe %s\n%s\n", QP_VERSION, qp_kern_describe());
+        printf("qprobe %s\n%s metrics=%s\n", QP_VERSION, qp_kern_describe(),
+               qp_metrics_variant());
         return QP_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

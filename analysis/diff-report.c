@@ -1,0 +1,148 @@
+#include "analysis/diff-report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void qp_diff_shape_field(int ndim, const int64_t *shape, char *buf, size_t size)
+{
+    if (ndim == 0) {
+        snprintf(buf, size, "scalar");
+        return;
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ndim && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%lld", i ? "x" : "",
+                                (long long)shape[i]);
+}
+
+void qp_diff_write_csv(struct qp_csv_writer *w, const struct qp_diff *d)
+{
+    static const char *const header[] = {
+        "rank", "name", "shape", "numel", "sqnr_db", "cosine", "mae", "max_abs",
+        "rel_l2", "ref_absmax", "nonfinite", "kl", "top1", "test_name"};
+    qp_csv_row(w, header, sizeof header / sizeof header[0]);
+    for (size_t i = 0; i < d->nrows; i++) {
+        const struct qp_diff_row *r = &d->rows[i];
+        char shape[200];
+        qp_diff_shape_field(r->ndim, r->shape, shape, sizeof shape);
+        qp_csv_int(w, (int64_t)i + 1);
+        qp_csv_str(w, r->name);
+        qp_csv_str(w, shape);
+        qp_csv_int(w, (int64_t)r->numel);
+        for (int m = QP_DM_SQNR; m <= QP_DM_REF_ABSMAX; m++)
+            qp_csv_num(w, qp_diff_value(r, (enum qp_diff_metric)m));
+        qp_csv_int(w, (int64_t)r->m.nonfinite);
+        if (r->logits) {
+            qp_csv_num(w, r->kl);
+            qp_csv_num(w, r->top1);
+        } else {
+            qp_csv_str(w, NULL);
+            qp_csv_str(w, NULL);
+        }
+        qp_csv_str(w, r->test_name);
+        qp_csv_end_row(w);
+    }
+}
+
+enum qp_status qp_diff_align_entries(const struct qp_dump *ref,
+                                     const struct qp_dump *test,
+                                     const struct qp_align *al,
+                                     const struct qp_diff *d,
+                                     void (*fn)(void *ctx,
+                                                const struct qp_align_entry *e),
+                                     void *ctx, struct qp_error *err)
+{
+    size_t nref = qp_dump_count(ref);
+    const struct qp_diff_row **row = calloc(nref + 1, sizeof *row);
+    const char **refused = calloc(nref + 1, sizeof *refused);
+    if (!row || !refused) {
+        free(row);
+        free(refused);
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < d->nrows; i++)
+        row[d->rows[i].ref_index] = &d->rows[i];
+    for (size_t i = 0; i < d->nrefused; i++)
+        refused[d->refused[i].ref_index] = d->refused[i].reason;
+    for (size_t i = 0; i < al->npairs; i++) {
+        const struct qp_align_pair *p = &al->pairs[i];
+        char detail[160] = "";
+        size_t len = 0;
+        if (p->how == QP_ALIGN_MAP_RULE)
+            len += (size_t)snprintf(detail, sizeof detail, "rule %d", p->rule);
+        if (row[p->ref] && row[p->ref]->permuted[0])
+            snprintf(detail + len, sizeof detail - len, "%slayout %s",
+                     len ? "; " : "", row[p->ref]->permuted);
+        struct qp_align_entry e = {
+            qp_dump_entry(ref, p->ref)->name, qp_dump_entry(test, p->test)->name,
+            refused[p->ref] ? "refused" : qp_align_how_name(p->how),
+            refused[p->ref] ? refused[p->ref] : detail};
+        fn(ctx, &e);
+    }
+    for (size_t i = 0; i < al->nref_only; i++)
+        fn(ctx, &(struct qp_align_entry){qp_dump_entry(ref, al->ref_only[i])->name,
+                                         NULL, "ref-only", ""});
+    for (size_t i = 0; i < al->ntest_only; i++)
+        fn(ctx, &(struct qp_align_entry){
+                    NULL, qp_dump_entry(test, al->test_only[i])->name,
+                    "test-only", ""});
+    for (size_t i = 0; i < al->nnotes; i++)
+        fn(ctx, &(struct qp_align_entry){NULL, NULL, "note", al->notes[i]});
+    free(row);
+    free(refused);
+    return QP_OK;
+}
+
+static void align_row(void *ctx, const struct qp_align_entry *e)
+{
+    const char *f[4] = {e->ref, e->test, e->how, e->detail};
+    qp_csv_row(ctx, f, 4);
+}
+
+enum qp_status qp_diff_write_align(struct qp_csv_writer *w,
+                                   const struct qp_dump *ref,
+                                   const struct qp_dump *test,
+                                   const struct qp_align *al,
+                                   const struct qp_diff *d,
+                                   struct qp_error *err)
+{
+    static const char *const header[] = {"ref", "test", "how", "detail"};
+    qp_csv_row(w, header, 4);
+    return qp_diff_align_entries(ref, test, al, d, align_row, w, err);
+}
+
+static int cmp_ref_index(const void *a, const void *b)
+{
+    const struct qp_diff_row *x = *(const struct qp_diff_row *const *)a;
+    const struct qp_diff_row *y = *(const struct qp_diff_row *const *)b;
+    return (x->ref_index > y->ref_index) - (x->ref_index < y->ref_index);
+}
+
+enum qp_status qp_diff_plot(const char *out, const char *title,
+                            const struct qp_diff *d, size_t worst,
+                            struct qp_plot **pending, struct qp_error *err)
+{
+    *pending = NULL;
+    size_t n = d->nrows;
+    struct qp_plot_point *pts = calloc(n + 1, sizeof *pts);
+    const struct qp_diff_row **order = calloc(n + 1, sizeof *order);
+    if (!pts || !order) {
+        free(pts);
+        free(order);
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < n; i++)
+        order[i] = &d->rows[i];
+    qsort(order, n, sizeof *order, cmp_ref_index);
+    for (size_t i = 0; i < n; i++)
+        pts[i] = (struct qp_plot_point){order[i]->name,
+                                        qp_diff_value(order[i], QP_DM_SQNR),
+                                        (size_t)(order[i] - d->rows) < worst};
+    enum qp_status st = qp_plot_sqnr(out, title, pts, n, pending, err);
+    free(pts);
+    free(order);
+    return st;
+}

@@ -1,0 +1,287 @@
+#include "analysis/plot.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/outfile.h"
+
+struct qp_plot {
+    struct qp_outfile *img, *gp, *dat;
+};
+
+bool qp_plot_path_ok(const char *path)
+{
+    return qp_str_ends_with(path, ".png") || qp_str_ends_with(path, ".svg");
+}
+
+void qp_plot_abort(struct qp_plot *p)
+{
+    if (!p)
+        return;
+    qp_outfile_abort(p->img);
+    qp_outfile_abort(p->gp);
+    qp_outfile_abort(p->dat);
+    free(p);
+}
+
+enum qp_status qp_plot_commit(struct qp_plot *p, struct qp_error *err)
+{
+    enum qp_status st = qp_outfile_commit(p->dat, err);
+    p->dat = NULL;
+    if (!st) {
+        st = qp_outfile_commit(p->gp, err);
+        p->gp = NULL;
+    }
+    if (!st) {
+        st = qp_outfile_commit(p->img, err);
+        p->img = NULL;
+    }
+    qp_plot_abort(p);
+    return st;
+}
+
+static const char *base_name(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* malloc'd path with its extension (after the last '.') replaced. */
+static char *with_ext(const char *path, const char *ext)
+{
+    const char *dot = strrchr(base_name(path), '.');
+    size_t stem = dot ? (size_t)(dot - path) : strlen(path);
+    char *r = malloc(stem + strlen(ext) + 1);
+    if (r) {
+        memcpy(r, path, stem);
+        strcpy(r + stem, ext);
+    }
+    return r;
+}
+
+/* s as a gnuplot single-quoted string ('' stands for '). */
+static void put_quoted(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputc('\'', f);
+        fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+/* Runs gnuplot in dir on script gp with qp_dat / qp_out set; a message
+ * naming out on failure. */
+static enum qp_status run_gnuplot(const char *dir, const char *gp,
+                                  const char *dat, const char *img,
+                                  const char *out, struct qp_error *err)
+{
+    const char *prog = getenv("QP_GNUPLOT");
+    if (!prog || !*prog)
+        prog = "gnuplot";
+    char vars[512];
+    snprintf(vars, sizeof vars, "qp_dat='%s'; qp_out='%s'", dat, img);
+    int fds[2];
+    if (pipe(fds) != 0)
+        return qp_fail(err, QP_E_IO, "'%s': cannot run gnuplot: %s", out,
+                       strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return qp_fail(err, QP_E_IO, "'%s': cannot run gnuplot: %s", out,
+                       strerror(errno));
+    }
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null < 0 || chdir(dir) != 0)
+            _exit(126);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        execlp(prog, prog, "-e", vars, gp, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    char msg[400] = "";
+    size_t len = 0;
+    char buf[512];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+        for (ssize_t i = 0; i < n && len + 1 < sizeof msg; i++)
+            msg[len++] = buf[i];
+    msg[len] = '\0';
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return QP_OK;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        return qp_fail(err, QP_E_IO, "'%s': cannot run '%s' (install "
+                       "gnuplot-nox)", out, prog);
+    /* the first non-empty line gnuplot printed */
+    char *line = msg;
+    while (*line == '\n' || *line == ' ')
+        line++;
+    line[strcspn(line, "\n")] = '\0';
+    return qp_fail(err, QP_E_IO, "'%s': gnuplot failed%s%s", out,
+                   *line ? ": " : "", line);
+}
+
+static enum qp_status write_script(FILE *f, const char *out, const char *body)
+{
+    char *dat = with_ext(base_name(out), ".dat");
+    char *gp = with_ext(base_name(out), ".gp");
+    if (!dat || !gp) {
+        free(dat);
+        free(gp);
+        return QP_E_NOMEM;
+    }
+    fprintf(f, "# made by qprobe; to draw it again: cd to this folder, gnuplot %s\n",
+            gp);
+    fputs("if (!exists(\"qp_dat\")) qp_dat = ", f);
+    put_quoted(f, dat);
+    fputs("\nif (!exists(\"qp_out\")) qp_out = ", f);
+    put_quoted(f, base_name(out));
+    fprintf(f, "\nset terminal %s size 1200,600 noenhanced font \"sans,10\"\n"
+               "set output qp_out\n%s",
+            qp_str_ends_with(out, ".svg") ? "svg" : "pngcairo", body);
+    free(dat);
+    free(gp);
+    return QP_OK;
+}
+
+enum qp_status qp_plot_render(const char *out, const char *dat,
+                              const char *body, struct qp_plot **pending,
+                              struct qp_error *err)
+{
+    *pending = NULL;
+    if (!qp_plot_path_ok(out))
+        return qp_fail(err, QP_E_INVAL, "'%s': a plot must end in .png or .svg",
+                       out);
+    struct qp_plot *p = calloc(1, sizeof *p);
+    char *dat_path = with_ext(out, ".dat"), *gp_path = with_ext(out, ".gp");
+    char *dir = strdup(out);
+    enum qp_status st = QP_OK;
+    if (!p || !dat_path || !gp_path || !dir)
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
+    if (!st)
+        st = qp_outfile_open(dat_path, &p->dat, err);
+    if (!st)
+        st = qp_outfile_open(gp_path, &p->gp, err);
+    if (!st)
+        st = qp_outfile_open(out, &p->img, err);
+    if (!st) {
+        fputs(dat, p->dat->fp);
+        if (write_script(p->gp->fp, out, body))
+            st = qp_fail(err, QP_E_NOMEM, "out of memory");
+        if (!st && (fflush(p->dat->fp) || fflush(p->gp->fp)))
+            st = qp_fail(err, QP_E_IO, "'%s': write failed", gp_path);
+    }
+    if (!st) {
+        /* the output's folder: "." for a bare name, "/" for "/x.png" */
+        char *slash = strrchr(dir, '/');
+        if (slash == dir)
+            dir[1] = '\0';
+        else if (slash)
+            *slash = '\0';
+        st = run_gnuplot(slash ? dir : ".", base_name(p->gp->tmp_path),
+                         base_name(p->dat->tmp_path),
+                         base_name(p->img->tmp_path), out, err);
+    }
+    free(dat_path);
+    free(gp_path);
+    free(dir);
+    if (st) {
+        qp_plot_abort(p);
+        return st;
+    }
+    *pending = p;
+    return QP_OK;
+}
+
+/* ---- SQNR per tensor --------------------------------------------------------------- */
+
+enum qp_status qp_plot_sqnr(const char *out, const char *title,
+                            const struct qp_plot_point *pts, size_t n,
+                            struct qp_plot **pending, struct qp_error *err)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(pts[i].value)) {
+            lo = pts[i].value < lo ? pts[i].value : lo;
+            hi = pts[i].value > hi ? pts[i].value : hi;
+        }
+    if (lo > hi)
+        lo = 0, hi = 100;
+    double pad = (hi - lo) * 0.08 + 2, top = hi + pad, bottom = lo - pad;
+    char *dat = NULL, *body = NULL;
+    size_t dlen, blen;
+    FILE *d = open_memstream(&dat, &dlen);
+    FILE *b = d ? open_memstream(&body, &blen) : NULL;
+    if (!d || !b) {
+        if (d)
+            fclose(d);
+        free(dat);
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
+    /* index, value as drawn, kind (0 finite, 1 +inf, 2 -inf/nan), mark, name */
+    fprintf(d, "# index sqnr_db_drawn kind(0 finite,1 inf,2 -inf/nan) worst name\n");
+    for (size_t i = 0; i < n; i++) {
+        double v = pts[i].value;
+        int kind = isfinite(v) ? 0 : v > 0 ? 1 : 2;
+        fprintf(d, "%zu %.9g %d %d \"", i, kind == 0 ? v : kind == 1 ? top : bottom,
+                kind, pts[i].mark);
+        for (const char *s = pts[i].name; *s; s++)
+            fputc(*s == '"' ? '\'' : *s, d);
+        fputs("\"\n", d);
+    }
+    fputs("set title ", b);
+    put_quoted(b, title);
+    fprintf(b, "\nset xlabel 'tensor (reference dump order)'\n"
+               "set ylabel 'SQNR (dB)'\nset grid\nset key outside right top\n"
+               "set yrange [%.9g:%.9g]\nset xrange [-0.5:%zu.5]\nplot ",
+            bottom, top, n ? n - 1 : 0);
+    /* one clause per kind of point present, so the key lists only those */
+    static const char *const clauses[] = {
+        "qp_dat using 1:($3 == 0 ? $2 : 1/0) with linespoints pt 7 ps 0.6 "
+        "lc rgb '#4477aa' title 'SQNR'",
+        "qp_dat using 1:($3 == 1 ? $2 : 1/0) with points pt 8 ps 1.2 "
+        "lc rgb '#228833' title 'no error (inf)'",
+        "qp_dat using 1:($3 == 2 ? $2 : 1/0) with points pt 9 ps 1.2 "
+        "lc rgb '#000000' title '-inf / nan'",
+        "qp_dat using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lw 2 "
+        "lc rgb '#cc3311' title 'worst', \\\n     qp_dat using "
+        "1:($4 > 0 ? $2 : 1/0):5 with labels left rotate by 30 offset 1,0.5 "
+        "tc rgb '#cc3311' notitle",
+    };
+    bool present[4] = {n == 0, false, false, false};
+    for (size_t i = 0; i < n; i++) {
+        double v = pts[i].value;
+        present[isfinite(v) ? 0 : v > 0 ? 1 : 2] = true;
+        present[3] = present[3] || pts[i].mark;
+    }
+    for (int k = 0, first = 1; k < 4; k++)
+        if (present[k]) {
+            fprintf(b, "%s%s", first ? "" : ", \\\n     ", clauses[k]);
+            first = 0;
+        }
+    fputc('\n', b);
+    int bad = fclose(d) | fclose(b);
+    enum qp_status st = bad ? qp_fail(err, QP_E_NOMEM, "out of memory")
+                            : qp_plot_render(out, dat, body, pending, err);
+    free(dat);
+    free(body);
+    return st;
+}

@@ -1,0 +1,12 @@
+#!/bin/sh
+# Runs every benchmark binary in BUILD/bench (default build) and prints its
+# lines. Each benchmark reports ratios against a baseline it measures in
+# the same process, which keeps the numbers meaningful on a busy machine.
+BUILD=${1:-build}
+status=0
+for b in "$BUILD"/bench/bench-*; do
+    [ -x "$b" ] || continue
+    echo "== $(basename "$b")"
+    "$b" || { echo "FAIL $(basename "$b") (exit $?)" >&2; status=1; }
+done
+exit $status
