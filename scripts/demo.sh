@@ -26,16 +26,17 @@ step "generating the sample dumps in $DATA (deterministic)"
 "$QP_MKDEMO" demo "$DATA"
 mkdir -p "$OUT"
 
-step "qprobe inspect: the host reference (float32, NCHW)"
-"$QPROBE" inspect "$DATA/ref" --csv "$OUT/inspect-ref.csv" --quiet
+step "qprobe inspect: the host reference (HDF5, float32, NCHW)"
+"$QPROBE" inspect "$DATA/ref.h5" --csv "$OUT/inspect-ref.csv" --quiet
 
-step "qprobe inspect: the device dump (int8 + scale/zero point, NHWC)"
+step "qprobe inspect: the device dump (.raw + JSON, int8 + scale/zero point, NHWC)"
 "$QPROBE" inspect "$DATA/device" --csv "$OUT/inspect-device.csv" --quiet
 
 step "qprobe diff: which layer breaks on the device?"
 set +e
-"$QPROBE" diff "$DATA/ref" "$DATA/device" --map "$ROOT/data/demo-map.json" \
-    --layout NCHW:NHWC --fail-if 'sqnr_db<20' --top 10 \
+# the layouts come from the dumps' own metadata (NCHW / NHWC tags)
+"$QPROBE" diff "$DATA/ref.h5" "$DATA/device" --map "$ROOT/data/demo-map.json" \
+    --fail-if 'sqnr_db<20' --top 10 \
     --csv "$OUT/diff.csv" --plot "$OUT/sqnr.png" --align-report "$OUT/align.csv"
 rc=$?
 set -e

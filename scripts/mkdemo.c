@@ -2,11 +2,12 @@
  * small tensors for tests. Built as build/mkdemo by mk/analysis.mk.
  *
  *   mkdemo demo DIR
- *       DIR/ref     the "host reference": float32 activations of a small
+ *       DIR/ref.h5  the "host reference": float32 activations of a small
  *                   convolutional network, NCHW, PyTorch-style names;
  *                   (4-d tensors carry layout tags, NCHW / NHWC, which
  *                   containers with per-tensor metadata keep)
- *       DIR/device  the "device run": the same tensors as int8 with scale
+ *       DIR/device  the "device run", a folder of .raw files with JSON
+ *                   metadata: the same tensors as int8 with scale
  *                   and zero point (one per-channel), NHWC, device-style
  *                   names (":0", "_output_0", other spellings), a +-1 LSB
  *                   kernel jitter, one damaged layer (block2.conv1: its
@@ -22,7 +23,6 @@
  *       safetensors, npz, h5, npy-dir, pb-dir, raw-dir; default from DST's
  *       extension, else an npy directory).
  *
- * Both dumps are npy directories (the containers that exist today);
  * data/README.md describes the data and how the demo uses it. */
 #include <math.h>
 #include <stdint.h>
@@ -183,14 +183,14 @@ static enum qp_status add_extra(struct qp_dump_writer *w, const char *name,
 static enum qp_status make_demo(const char *dir, struct qp_error *err)
 {
     char ref_path[4096], dev_path[4096];
-    snprintf(ref_path, sizeof ref_path, "%s/ref", dir);
+    snprintf(ref_path, sizeof ref_path, "%s/ref.h5", dir);
     snprintf(dev_path, sizeof dev_path, "%s/device", dir);
     struct qp_dump_writer *wr = NULL, *wd = NULL;
     struct rng rng = {20240601};
     mkdir(dir, 0755); /* the writers need the parent; it may exist */
-    enum qp_status st = qp_dump_writer_open(ref_path, QP_DUMP_NPY_DIR, &wr, err);
+    enum qp_status st = qp_dump_writer_open(ref_path, QP_DUMP_HDF5, &wr, err);
     if (!st)
-        st = qp_dump_writer_open(dev_path, QP_DUMP_NPY_DIR, &wd, err);
+        st = qp_dump_writer_open(dev_path, QP_DUMP_RAW_DIR, &wd, err);
     for (size_t i = 0; !st && i < sizeof layers / sizeof layers[0]; i++) {
         struct qp_tensor *x = NULL, *q = NULL;
         st = make_ref(&layers[i], &rng, &x, err);

@@ -292,7 +292,7 @@ test_diff_simd_and_reference_agree_and_version_names_them() {
     assert_contains "$(QP_KERNELS=ref "$QPROBE" --version)" "metrics=ref"
     assert_contains "$("$QPROBE" --version)" "metrics="
     "$MKDEMO" demo d
-    args="d/ref d/device --map $ROOT/data/demo-map.json --layout NCHW:NHWC -q"
+    args="d/ref.h5 d/device --map $ROOT/data/demo-map.json --layout NCHW:NHWC -q"
     # shellcheck disable=SC2086
     "$QPROBE" diff $args --csv simd.csv >/dev/null
     # shellcheck disable=SC2086
@@ -302,4 +302,24 @@ test_diff_simd_and_reference_agree_and_version_names_them() {
         for (c = 5; c <= 10; c++) { a = $c; b = $(c + 14); d = a - b; if (d < 0) d = -d
             if (d > 1e-7 * (b < 0 ? -b : b) + 1e-12) { print "row " NR " col " c ": " a " vs " b; bad = 1 } }
     } END { exit bad }' || fail "SIMD and reference metrics differ"
+}
+
+test_diff_across_formats_h5_vs_raw_dir() {
+    # a reference .h5 against a device folder of .raw files with JSON
+    # metadata, a .safetensors and an .npz: every container gives the CSV
+    # the npy folders give
+    make_act 11
+    mkt ref/x.npy f32 2x2 1,2,3,4
+    mkt test/x.npy f32 2x2 1,2,3,5
+    "$MKDEMO" convert ref ref.h5
+    "$MKDEMO" convert test raw raw-dir
+    "$MKDEMO" convert test t.safetensors
+    "$MKDEMO" convert test t.npz
+    "$QPROBE" diff ref test --layout NCHW:NHWC --csv npy.csv -q >/dev/null
+    for t in raw t.safetensors t.npz; do
+        "$QPROBE" diff ref.h5 "$t" --layout NCHW:NHWC --csv "$t.csv" -q >/dev/null
+        cmp npy.csv "$t.csv" || fail "ref.h5 vs $t differs from npy: $(diff npy.csv "$t.csv")"
+    done
+    assert_near "$(csv_field raw.csv act sqnr_db)" 25.6110138 1e-6   # 10 lg 364
+    assert_eq "$(csv_field raw.csv act max_abs)" 0.5
 }
