@@ -1,13 +1,13 @@
 /* kernels/ref/requant-dispatch.c: choice of the requantization variant and
  * the apply entry points.
  *
- * The choice is made once (pthread_once) from __builtin_cpu_supports;
- * QP_KERNELS=ref in the environment forces the reference. A variant that
+ * The choice is made once (pthread_once) from __builtin_cpu_supports and
+ * QP_KERNELS (kernels/dispatch.h: "ref" forces the reference, an
+ * instruction-set name caps the choice). A variant that
  * has no SIMD path for a flavor runs the reference for it. */
 #include <pthread.h>
-#include <stdlib.h>
-#include <string.h>
 
+#include "kernels/dispatch.h"
 #include "kernels/ref/requant-impl.h"
 #include "kernels/requant.h"
 
@@ -47,13 +47,21 @@ bool qp_rq_isa_available(enum qp_rq_isa isa)
 static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
 static enum qp_rq_isa chosen = QP_RQ_ISA_REF;
 
+/* The instruction set of kernels/dispatch.h each variant needs, so
+ * QP_KERNELS caps requantization like every other kernel family. */
+static const enum qp_kern_isa needs[] = {
+    [QP_RQ_ISA_REF] = QP_KERN_REF,
+    [QP_RQ_ISA_AVX2] = QP_KERN_AVX2,
+    [QP_RQ_ISA_AVX512] = QP_KERN_AVX512,
+};
+_Static_assert(sizeof needs / sizeof needs[0] == QP_RQ_ISA_COUNT,
+               "an instruction set for every variant");
+
 static void choose(void)
 {
-    const char *env = getenv("QP_KERNELS");
-    if (env && !strcmp(env, "ref"))
-        return;
     for (int isa = QP_RQ_ISA_COUNT - 1; isa > QP_RQ_ISA_REF; isa--)
-        if (qp_rq_isa_available((enum qp_rq_isa)isa)) {
+        if (qp_rq_isa_available((enum qp_rq_isa)isa) &&
+            qp_kern_isa_allowed(needs[isa])) {
             chosen = (enum qp_rq_isa)isa;
             return;
         }

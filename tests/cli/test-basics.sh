@@ -17,3 +17,15 @@ test_help_lists_every_command() {
         assert_contains "$out" "  $c "
     done
 }
+
+test_kernels_env_caps_every_family() {
+    out=$(QP_KERNELS=ref "$QPROBE" --version | grep kernels:)
+    case "$out" in *=avx*|*=neon*) fail "QP_KERNELS=ref left a SIMD variant: $out" ;; esac
+    assert_contains "$out" "requant=ref"
+    if grep -qw avx2 /proc/cpuinfo; then
+        out=$(QP_KERNELS=avx2 "$QPROBE" --version | grep kernels:)
+        case "$out" in *avx512*|*vnni*) fail "QP_KERNELS=avx2 not honoured: $out" ;; esac
+        assert_contains "$out" "requant=avx2"
+        assert_contains "$out" "gemm-s8=avx2"
+    fi
+}
