@@ -322,13 +322,64 @@ static inline size_t walk_index(const struct scale_walk *w)
     return (w->outer * w->nblk + w->a / w->block) * w->inner + w->in;
 }
 
-static inline void walk_next(struct scale_walk *w)
+
+/* out[k] = (float)(q[i + k] - z) * s for len elements sharing one scale.
+ * Integer values are widened exactly and rounded to float once, as the
+ * double expression of raw_at would; s == 1, z == 0 reads plain values. */
+#define RUN_INT(T)                                                            \
+    do {                                                                      \
+        const T *p_ = (const T *)t->data + i;                                 \
+        for (size_t k = 0; k < len; k++)                                      \
+            out[k] = (float)((int64_t)p_[k] - z) * s;                         \
+    } while (0)
+
+static void read_run(const struct qp_tensor *t, size_t i, size_t len, float s,
+                     int64_t z, float *out)
 {
-    if (++w->in == w->inner) {
-        w->in = 0;
-        if (++w->a == w->dim) {
-            w->a = 0;
-            w->outer++;
+    switch (t->dtype) {
+    case QP_DTYPE_I8: RUN_INT(int8_t); return;
+    case QP_DTYPE_U8: RUN_INT(uint8_t); return;
+    case QP_DTYPE_I16: RUN_INT(int16_t); return;
+    case QP_DTYPE_U16: RUN_INT(uint16_t); return;
+    case QP_DTYPE_I32: RUN_INT(int32_t); return;
+    case QP_DTYPE_U32: RUN_INT(uint32_t); return;
+    case QP_DTYPE_F32:
+        if (s == 1.0f && z == 0) {
+            memcpy(out, (const float *)t->data + i, len * sizeof *out);
+            return;
+        }
+        break;
+    case QP_DTYPE_F16: {
+        const uint16_t *p = (const uint16_t *)t->data + i;
+        for (size_t k = 0; k < len; k++)
+            out[k] = qp_f16_to_f32(p[k]);
+        return;
+    }
+    case QP_DTYPE_BF16: {
+        const uint16_t *p = (const uint16_t *)t->data + i;
+        for (size_t k = 0; k < len; k++)
+            out[k] = qp_bf16_to_f32(p[k]);
+        return;
+    }
+    default:
+        break;
+    }
+    /* the rest (64-bit integers, packed, f64, f8, bool) element by element */
+    for (size_t k = 0; k < len; k++)
+        out[k] = (float)(raw_at(t, i + k) - (double)z) * s;
+}
+#undef RUN_INT
+
+/* Advances the walk by len elements. */
+static void walk_skip(struct scale_walk *w, size_t len)
+{
+    w->in += len;
+    if (w->in >= w->inner) {
+        w->a += w->in / w->inner;
+        w->in %= w->inner;
+        if (w->a >= w->dim) {
+            w->outer += w->a / w->dim;
+            w->a %= w->dim;
         }
     }
 }
@@ -338,28 +389,32 @@ void qp_tensor_read_f32(const struct qp_tensor *t, size_t start, size_t n,
 {
     const struct qp_qparams *q = t->qp;
     if (!q || !qp_dtype_is_int(t->dtype)) {
-        if (t->dtype == QP_DTYPE_F32) {
-            memcpy(out, (const float *)t->data + start, n * sizeof *out);
-            return;
-        }
-        for (size_t k = 0; k < n; k++)
-            out[k] = (float)raw_at(t, start + k);
+        read_run(t, start, n, 1.0f, 0, out);
         return;
     }
     if (q->axis < 0) {
-        float s = q->scale[0];
-        double z = q->zero_point ? q->zero_point[0] : 0;
-        for (size_t k = 0; k < n; k++)
-            out[k] = (float)(raw_at(t, start + k) - z) * s;
+        read_run(t, start, n, q->scale[0], q->zero_point ? q->zero_point[0] : 0,
+                 out);
         return;
     }
+    /* runs of elements that share a scale: a whole inner block per axis
+     * index when per-axis; up to the end of the group when blocked along
+     * the innermost varying axis; single elements otherwise */
     struct scale_walk w;
     walk_init(&w, t, start);
-    for (size_t k = 0; k < n; k++) {
-        size_t j = walk_index(&w);
-        double z = q->zero_point ? q->zero_point[j] : 0;
-        out[k] = (float)(raw_at(t, start + k) - z) * q->scale[j];
-        walk_next(&w);
+    for (size_t k = 0; k < n;) {
+        size_t j = walk_index(&w), len = 1;
+        if (!w.block)
+            len = w.inner - w.in;
+        else if (w.inner == 1)
+            len = (w.block - w.a % w.block < w.dim - w.a)
+                      ? w.block - w.a % w.block : w.dim - w.a;
+        if (len > n - k)
+            len = n - k;
+        read_run(t, start + k, len, q->scale[j],
+                 q->zero_point ? q->zero_point[j] : 0, out + k);
+        k += len;
+        walk_skip(&w, len);
     }
 }
 

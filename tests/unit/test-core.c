@@ -315,3 +315,104 @@ QP_TEST(parallel_nested_calls_run_every_share_once)
                 }
     }
 }
+
+/* Element i of t dequantized the slow, obvious way: coordinates by
+ * division, scale index from them. */
+static float dequant_at(const struct qp_tensor *t, size_t i)
+{
+    int64_t c[QP_MAX_DIMS];
+    size_t r = i;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        c[d] = (int64_t)(r % (size_t)t->shape[d]);
+        r /= (size_t)t->shape[d];
+    }
+    const struct qp_qparams *q = t->qp;
+    size_t j = 0;
+    if (q->axis >= 0 && !q->block_size) {
+        j = (size_t)c[q->axis];
+    } else if (q->axis >= 0) {
+        for (int d = 0; d < t->ndim; d++) {
+            int64_t dim = t->shape[d], cd = c[d];
+            if (d == q->axis) {
+                dim = (dim + q->block_size - 1) / q->block_size;
+                cd /= q->block_size;
+            }
+            j = j * (size_t)dim + (size_t)cd;
+        }
+    }
+    double raw;
+    if (qp_dtype_is_packed(t->dtype))
+        raw = qp_packed_get(t->dtype, t->data, i);
+    else if (t->dtype == QP_DTYPE_I8)
+        raw = ((const int8_t *)t->data)[i];
+    else if (t->dtype == QP_DTYPE_U8)
+        raw = ((const uint8_t *)t->data)[i];
+    else if (t->dtype == QP_DTYPE_I16)
+        raw = ((const int16_t *)t->data)[i];
+    else
+        raw = ((const int32_t *)t->data)[i];
+    return (float)(raw - (q->zero_point ? q->zero_point[j] : 0)) * q->scale[j];
+}
+
+QP_TEST(read_f32_matches_elementwise_dequantization_in_random_chunks)
+{
+    static const enum qp_dtype dts[] = {QP_DTYPE_I8, QP_DTYPE_U8, QP_DTYPE_I16,
+                                        QP_DTYPE_I32, QP_DTYPE_I4, QP_DTYPE_U3};
+    /* (axis, block): per-tensor, per-axis 0/1/2, blocked on inner and outer */
+    static const int cfg[][2] = {{-1, 0}, {0, 0}, {1, 0}, {2, 0},
+                                 {2, 4}, {1, 2}, {0, 3}};
+    struct qp_error err;
+    uint32_t rng = 12345;
+    int64_t shape[3] = {5, 6, 10};
+    for (size_t di = 0; di < sizeof dts / sizeof dts[0]; di++)
+        for (size_t ci = 0; ci < sizeof cfg / sizeof cfg[0]; ci++) {
+            struct qp_tensor *t;
+            REQUIRE_OK(qp_tensor_new("t", dts[di], 3, shape, &t, &err), &err);
+            const struct qp_dtype_traits *tr = qp_dtype_traits(dts[di]);
+            for (size_t i = 0; i < 300; i++) {
+                rng = rng * 1103515245u + 12345u;
+                int64_t v = tr->min + (int64_t)(rng >> 8) % (tr->max - tr->min + 1);
+                if (qp_dtype_is_packed(dts[di]))
+                    qp_packed_set(dts[di], t->data, i, (int32_t)v);
+                else if (tr->bits == 8)
+                    ((uint8_t *)t->data)[i] = (uint8_t)v;
+                else if (tr->bits == 16)
+                    ((int16_t *)t->data)[i] = (int16_t)v;
+                else
+                    ((int32_t *)t->data)[i] = (int32_t)v;
+            }
+            int axis = cfg[ci][0];
+            int64_t block = cfg[ci][1];
+            size_t count = 1;
+            for (int d = 0; d < 3 && axis >= 0; d++)
+                count *= d == axis ? (block ? (size_t)((shape[d] + block - 1) / block)
+                                            : (size_t)shape[d])
+                                   : (block ? (size_t)shape[d] : 1);
+            float sc[300];
+            int32_t zp[300];
+            for (size_t j = 0; j < count; j++) {
+                sc[j] = 0.01f * (float)(j + 1);
+                zp[j] = (int32_t)(j % 5) - 2;
+            }
+            REQUIRE_OK(qp_tensor_set_qparams(t, count, sc, zp, axis, block, &err),
+                       &err);
+            float out[300];
+            for (size_t k = 0; k < 300;) {
+                rng = rng * 1103515245u + 12345u;
+                size_t len = 1 + (rng >> 16) % 37;
+                if (len > 300 - k)
+                    len = 300 - k;
+                qp_tensor_read_f32(t, k, len, out + k);
+                k += len;
+            }
+            for (size_t i = 0; i < 300; i++)
+                if (out[i] != dequant_at(t, i)) {
+                    qp_test_failf(ctx, __FILE__, __LINE__,
+                                  "%s axis %d block %lld element %zu: %g, expected %g",
+                                  qp_dtype_name(dts[di]), axis, (long long)block,
+                                  i, out[i], dequant_at(t, i));
+                    break;
+                }
+            qp_tensor_free(t);
+        }
+}
