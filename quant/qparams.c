@@ -289,6 +289,38 @@ size_t qp_qgeom_members(const struct qp_qgeom *g, size_t idx)
     return g->dim - j * b < b ? g->dim - j * b : b;
 }
 
+/* Folds min/max of p[0..n) into *lo, *hi and x * 0 into *poison, in 8
+ * independent lanes so the loop vectorizes without reassociating floats. */
+static void range_run(const float *p, size_t n, float *lo, float *hi,
+                      float *poison)
+{
+    enum { L = 8 };
+    float l[L], h[L], z[L];
+    for (int j = 0; j < L; j++) {
+        l[j] = *lo;
+        h[j] = *hi;
+        z[j] = 0;
+    }
+    size_t k = 0;
+    for (; k + L <= n; k += L)
+        for (int j = 0; j < L; j++) {
+            float v = p[k + j];
+            l[j] = v < l[j] ? v : l[j];
+            h[j] = v > h[j] ? v : h[j];
+            z[j] += v * 0.0f;
+        }
+    for (; k < n; k++) {
+        l[0] = p[k] < l[0] ? p[k] : l[0];
+        h[0] = p[k] > h[0] ? p[k] : h[0];
+        z[0] += p[k] * 0.0f;
+    }
+    for (int j = 0; j < L; j++) {
+        *lo = l[j] < *lo ? l[j] : *lo;
+        *hi = h[j] > *hi ? h[j] : *hi;
+        *poison += z[j];
+    }
+}
+
 enum qp_status qp_qgeom_minmax(const struct qp_qgeom *g, const float *x,
                                const char *what, float *lo, float *hi,
                                struct qp_error *err)
@@ -311,14 +343,7 @@ enum qp_status qp_qgeom_minmax(const struct qp_qgeom *g, const float *x,
                 poison += p[k] * 0.0f;
             }
         } else {
-            float l = lo[s.idx], h = hi[s.idx];
-            for (size_t k = 0; k < s.len; k++) {
-                l = p[k] < l ? p[k] : l;
-                h = p[k] > h ? p[k] : h;
-                poison += p[k] * 0.0f;
-            }
-            lo[s.idx] = l;
-            hi[s.idx] = h;
+            range_run(p, s.len, lo + s.idx, hi + s.idx, &poison);
         }
     }
     if (poison == 0)
