@@ -1,6 +1,7 @@
 #include "quant/rtn.h"
 
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,4 +172,19 @@ out:
     free(scale);
     free(zp);
     return st;
+}
+
+bool qp_rtn_default_selected(const struct qp_tensor *t)
+{
+    return qp_dtype_traits(t->dtype)->is_float && (t->ndim == 2 || t->ndim == 4);
+}
+
+size_t qp_rtn_bytes(const struct qp_tensor *q)
+{
+    size_t bytes = q->nbytes, zb = 0;
+    if (!q->qp)
+        return bytes;
+    if (q->qp->zero_point && !qp_dtype_bytes(q->dtype, q->qp->count, &zb))
+        zb = SIZE_MAX / 2;
+    return bytes + q->qp->count * sizeof(float) + zb;
 }

@@ -11,6 +11,7 @@
 #ifndef QP_QUANT_RTN_H
 #define QP_QUANT_RTN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,5 +47,16 @@ void qp_rtn_apply(const float *x, const struct qp_qgeom *g, const float *scale,
 void qp_rtn_params(const struct qp_qformat *f, enum qp_round r,
                    const float *lo, const float *hi, size_t count,
                    float *scale, int32_t *zp);
+
+/* True for the tensors quantize selects by default: float weights of
+ * linear/matmul (2-D) and conv (4-D) layers. Biases, norms and other 1-D
+ * tensors, scalars, and integer tensors are not. */
+bool qp_rtn_default_selected(const struct qp_tensor *t);
+
+/* Bytes a quantized tensor costs on a device: its packed data, 4 per
+ * scale, and its zero points stored in the data's own type (packed as the
+ * data is, as ONNX stores them); for a tensor without parameters, its
+ * data. */
+size_t qp_rtn_bytes(const struct qp_tensor *q);
 
 #endif
