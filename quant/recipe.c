@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "kernels/requant.h"
 
 #define VERSION 1
 
@@ -127,8 +128,16 @@ static enum qp_status parse_root(const struct qp_json *root, const char *what,
             return qp_fail(err, QP_E_FORMAT, "%s: \"requant\" must be a flavor "
                            "name string, got %s", what,
                            qp_json_type_name(qp_json_type(v)));
-        if (!*s)
-            return qp_fail(err, QP_E_FORMAT, "%s: \"requant\" is empty", what);
+        if (!qp_rq_flavor_from_name(s, &r->flavor)) {
+            char names[400];
+            size_t len = 0;
+            for (int f = 0; f < QP_RQ_COUNT && len < sizeof names; f++)
+                len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+                                        f ? ", " : "",
+                                        qp_rq_flavor_name((enum qp_rq_flavor)f));
+            return qp_fail(err, QP_E_FORMAT, "%s: \"requant\": unknown flavor "
+                           "'%.100s' (expected one of %s)", what, s, names);
+        }
         if (!(r->requant = strdup(s)))
             return qp_fail(err, QP_E_NOMEM, "out of memory");
     }

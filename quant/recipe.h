@@ -6,7 +6,8 @@
  *     "layers": { "model.layers.*.mlp.down_proj": "w8c", "lm_head": "fp32" } }
  *
  * "qprobe_recipe" (the format version, 1) is required; "default",
- * "requant" and "layers" are optional, and any other key is refused.
+ * "requant" (a flavor name of kernels/requant.h, or an alias) and "layers"
+ * are optional, and any other key is refused.
  * Values of "default" and "layers" are scheme strings or "fp32" (keep the
  * tensor unquantized). Keys of "layers" are fnmatch(3) globs ('*' also
  * matches '.' and '/'); a glob matches a tensor when it matches its name or
@@ -24,6 +25,7 @@
 #include <stddef.h>
 
 #include "core/status.h"
+#include "kernels/requant.h"
 #include "quant/scheme.h"
 
 struct qp_recipe_rule {
@@ -35,7 +37,8 @@ struct qp_recipe_rule {
 struct qp_recipe {
     struct qp_recipe_rule def; /* glob NULL; valid when has_default */
     bool has_default;
-    char *requant;           /* owned, NULL when absent */
+    char *requant;           /* owned, as written; NULL when absent */
+    enum qp_rq_flavor flavor; /* the flavor requant names */
     struct qp_recipe_rule *rules;
     size_t nrules;
 };

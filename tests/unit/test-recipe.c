@@ -25,6 +25,7 @@ QP_TEST(recipe_parses_and_looks_up_first_match)
     CHECK_INT(r->def.scheme.w.group, 128);
     CHECK_INT(r->def.scheme.w.algo, QP_WALGO_MSE);
     CHECK_STR(r->requant, "tflite");
+    CHECK_INT(r->flavor, QP_RQ_TFLITE_DOUBLE);
     REQUIRE(r->nrules == 4);
     CHECK_STR(r->rules[0].glob, "model.layers.*.mlp.down_proj");
     CHECK_STR(r->rules[3].glob, "*/conv?/w");
@@ -121,7 +122,11 @@ QP_TEST(recipe_refuses_malformed_recipes)
         "\"default\": scheme 'FP32': expected 'w'");
     BAD("{\"qprobe_recipe\": 1, \"requant\": 1}",
         "\"requant\" must be a flavor name string, got number");
-    BAD("{\"qprobe_recipe\": 1, \"requant\": \"\"}", "\"requant\" is empty");
+    BAD("{\"qprobe_recipe\": 1, \"requant\": \"\"}",
+        "\"requant\": unknown flavor '' (expected one of tflite-double, ");
+    BAD("{\"qprobe_recipe\": 1, \"requant\": \"tflit\"}",
+        "\"requant\": unknown flavor 'tflit' (expected one of tflite-double, "
+        "tflite-single, ");
     BAD("{\"qprobe_recipe\": 1, \"layers\": [\"w8c\"]}",
         "\"layers\" must be an object of glob: scheme, got array");
     BAD("{\"qprobe_recipe\": 1, \"layers\": {\"fc\": null}}",

@@ -492,3 +492,35 @@ QP_TEST(rtn_result_round_trips_through_a_dump)
     }
     qp_tensor_free(w);
 }
+
+QP_TEST(rtn_default_selection_and_device_bytes)
+{
+    int64_t s2[2] = {4, 64}, s1[1] = {64}, s4[4] = {8, 3, 3, 3};
+    struct qp_tensor *w, *b, *c, *i, *t;
+    struct qp_error err;
+    REQUIRE_OK(qp_tensor_new("w", QP_DTYPE_F32, 2, s2, &w, &err), &err);
+    REQUIRE_OK(qp_tensor_new("b", QP_DTYPE_F32, 1, s1, &b, &err), &err);
+    REQUIRE_OK(qp_tensor_new("c", QP_DTYPE_F16, 4, s4, &c, &err), &err);
+    REQUIRE_OK(qp_tensor_new("i", QP_DTYPE_I8, 2, s2, &i, &err), &err);
+    CHECK(qp_rtn_default_selected(w));
+    CHECK(!qp_rtn_default_selected(b));
+    CHECK(qp_rtn_default_selected(c));
+    CHECK(!qp_rtn_default_selected(i));
+    /* w4g32z on [4, 64]: 128 bytes of nibbles, 8 scales (32 bytes), 8
+     * 4-bit zero points (4 bytes) */
+    struct qp_wscheme ws = {{4, true, false}, QP_GRAN_GROUP, 32, QP_WALGO_RTN};
+    struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
+    REQUIRE_OK(qp_rtn_quantize(w, &ws, &o, &t, &err), &err);
+    CHECK_INT(qp_rtn_bytes(t), 128 + 32 + 4);
+    qp_tensor_free(t);
+    /* w3c on [8,3,3,3]: 216 elements * 3 bits = 81 bytes, 8 scales */
+    ws = (struct qp_wscheme){{3, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN};
+    REQUIRE_OK(qp_rtn_quantize(c, &ws, &o, &t, &err), &err);
+    CHECK_INT(qp_rtn_bytes(t), 81 + 32);
+    qp_tensor_free(t);
+    CHECK_INT(qp_rtn_bytes(b), 256);
+    qp_tensor_free(w);
+    qp_tensor_free(b);
+    qp_tensor_free(c);
+    qp_tensor_free(i);
+}
