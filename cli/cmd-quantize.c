@@ -383,7 +383,7 @@ static int run(struct quantize *q)
         printf("%s: %zu tensors quantized, %zu kept; %s -> %s%s\n", q->out,
                q->quantized, q->kept, human_bytes(q->bytes_in, a, sizeof a),
                human_bytes(q->bytes_out, b, sizeof b),
-               q->fake ? " (as integers; written as fp32)" : "");
+               q->fake ? " as integers (written dequantized to fp32)" : "");
     }
     return QP_EXIT_OK;
 }

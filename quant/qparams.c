@@ -202,6 +202,11 @@ enum qp_status qp_qgeom_init(struct qp_qgeom *g, int ndim, const int64_t *shape,
         geom_set(g, ndim, shape, in_axis, group);
     else
         geom_set(g, ndim, shape, -1, 0);
+    /* the input axis fits in one group: the group is the output channel's
+     * whole reduction (for a conv, input channels x kernel), as a row of
+     * a linear layer is */
+    if (g->block && g->nblk == 1 && out_axis >= 0)
+        geom_set(g, ndim, shape, out_axis, 0);
     if (g->count == 1 && g->axis >= 0)
         geom_set(g, ndim, shape, -1, 0);
     if (g->block && g->nblk == 1)

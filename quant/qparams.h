@@ -16,10 +16,14 @@
  *
  * Geometry. A tensor is viewed as [outer, dim, inner] around its
  * quantization axis. Per-channel uses the output axis, group-wise blocks of
- * G consecutive elements along the input axis; when G does not divide the
- * axis the last group is partial (the ONNX blocked layout: ceil(dim / G)
+ * G consecutive elements along the input axis (for a conv, a scale per
+ * output channel, input block and kernel position); when G does not divide
+ * the axis the last group is partial (the ONNX blocked layout: ceil(dim / G)
  * scales along the axis), and its parameters come from its own elements.
- * Parameter tensors follow core/tensor.h (ONNX layout). */
+ * When the input axis fits in one group, the group is the output channel's
+ * whole reduction: per-channel (a depthwise conv [C,1,kh,kw] under g32 gets
+ * one scale per channel, not one per kernel position). Parameter tensors
+ * follow core/tensor.h (ONNX layout). */
 #ifndef QP_QUANT_QPARAMS_H
 #define QP_QUANT_QPARAMS_H
 

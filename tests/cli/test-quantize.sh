@@ -265,3 +265,70 @@ test_layouts_choose_the_channel_axis() {
     assert_eq "$(npy_values res/k.scale.npy f4 | lines)" \
         "0.031496063 0.015748031 0.003937008"
 }
+
+# ---- the real PP-OCRv4 detector (scripts/fetch-models.sh, data/MODELS.md)
+
+# ppocr_det: path of the cached detector (fetched on first use)
+ppocr_det() {
+    sh "$ROOT/scripts/fetch-models.sh" ppocr-v4 | grep '/ch_PP-OCRv4_det_infer\.onnx$'
+}
+
+# sum_col CSV COLUMN [SCHEME]: the column summed over rows (of one scheme)
+sum_col() {
+    awk -F, -v col="$2" -v sch="${3:-}" 'NR == 1 { for (i = 1; i <= NF; i++) {
+            if ($i == col) c = i; if ($i == "scheme") k = i } next }
+        sch == "" || $k == sch { s += $c } END { printf "%.0f", s }' "$1"
+}
+
+test_ppocr_det_quantizes_with_w8c_w8t_w4g32_w4g32z() {
+    det=$(ppocr_det)
+    [ -f "$det" ] || fail "no PP-OCRv4 detector from scripts/fetch-models.sh"
+    for s in w8c w8t w4g32 w4g32z; do
+        extra=""
+        case $s in w4*) extra=--fake ;; esac  # npy holds no packed int4
+        "$QPROBE" quantize "$det" --scheme $s $extra -o "q-$s" --report "r-$s.csv" -q
+        # 342 weights (data/MODELS.md), 66 of them conv weights (4-D)
+        assert_eq "$(awk 'END { print NR - 1 }' "r-$s.csv")" 342
+        assert_eq "$(awk -F, -v s=$s '$3 == s' "r-$s.csv" | wc -l | tr -d ' ')" 66
+        assert_eq "$(ls "q-$s" | grep -c '\.npy$')" \
+            "$([ -z "$extra" ] && echo 408 || echo 342)"  # + 66 scales
+        # the worst tensor: per-tensor int8 suffers on the heavy tails
+        # (~13 dB), per-channel int8 does not (~32 dB), int4 groups ~16-19
+        worst=$(awk -F, -v s=$s '$3 == s && (m == "" || $5 < m) { m = $5 } END { print m }' "r-$s.csv")
+        case $s in w8c) min=30 ;; w8t) min=12 ;; w4g32) min=15 ;; w4g32z) min=18 ;; esac
+        awk -v w="$worst" -v m="$min" 'BEGIN { exit !(w > m) }' ||
+            fail "$s: worst sqnr $worst dB, expected above $min"
+    done
+    # asymmetric groups beat symmetric ones on the whole model
+    awk -F, 'FNR > 1 && $3 ~ /^w4/ { e[$3] += $9 / 10 ^ ($5 / 10) }
+        END { exit !(e["w4g32z"] < e["w4g32"]) }' r-w4g32.csv r-w4g32z.csv ||
+        fail "w4g32z does not beat w4g32"
+    # sizes: int8 is a quarter of fp32 plus per-channel scales; int4 about
+    # an eighth plus a scale (and a 4-bit zero point) per 32 weights
+    fp=$(sum_col r-w8c.csv bytes_fp32 w8c)
+    for s in w8c:0.25:0.27 w8t:0.25:0.251 w4g32:0.125:0.17 w4g32z:0.125:0.18; do
+        IFS=: read -r name lo hi <<< "$s"
+        q=$(sum_col "r-$name.csv" bytes_quantized "$name")
+        awk -v q="$q" -v f="$fp" -v lo="$lo" -v hi="$hi" \
+            'BEGIN { r = q / f; exit !(r >= lo && r < hi) }' ||
+            fail "$name: $q of $fp bytes"
+    done
+}
+
+test_ppocr_det_heavy_tail_wants_channels_and_clipping() {
+    det=$(ppocr_det)
+    [ -f "$det" ] || fail "no PP-OCRv4 detector from scripts/fetch-models.sh"
+    heavy=conv2d_421.w_0  # [384,384,1,1], excess kurtosis ~1264
+    for s in w8c w8t w8t@mse w4c w4c@mse; do
+        "$QPROBE" quantize "$det" --scheme "$s" --fake -o "q" --report "r.csv" -q
+        eval "sqnr_$(echo "$s" | tr -c 'a-z0-9\n' _)=$(csv_field r.csv "$heavy" sqnr_db)"
+    done
+    # per-channel scales follow each channel's range: clearly better
+    awk -v c="$sqnr_w8c" -v t="$sqnr_w8t" 'BEGIN { exit !(c > t + 10) }' ||
+        fail "w8c $sqnr_w8c dB vs w8t $sqnr_w8t dB"
+    # clipping the tail beats min/max
+    awk -v m="$sqnr_w8t_mse" -v t="$sqnr_w8t" 'BEGIN { exit !(m > t + 1) }' ||
+        fail "w8t@mse $sqnr_w8t_mse dB vs w8t $sqnr_w8t dB"
+    awk -v m="$sqnr_w4c_mse" -v t="$sqnr_w4c" 'BEGIN { exit !(m > t + 1) }' ||
+        fail "w4c@mse $sqnr_w4c_mse dB vs w4c $sqnr_w4c dB"
+}

@@ -226,8 +226,15 @@ QP_TEST(qparams_geometry_normalised_and_storable)
         /* conv OIHW: groups along I, a scale per (o, group, h, w) */
         {4, {8, 3, 3, 3}, QP_GRAN_GROUP, 2, QP_WLAYOUT_TORCH, 1, 2, 144, true},
         {4, {8, 3, 3, 3}, QP_GRAN_CHANNEL, 0, QP_WLAYOUT_TORCH, 0, 0, 8, true},
-        /* depthwise [C,1,kh,kw]: the single group holds one element */
-        {4, {8, 1, 3, 3}, QP_GRAN_GROUP, 32, QP_WLAYOUT_TORCH, 3, 1, 72, true},
+        /* depthwise [C,1,kh,kw]: the input axis fits in one group, which
+         * is then the whole reduction: per-channel */
+        {4, {8, 1, 3, 3}, QP_GRAN_GROUP, 32, QP_WLAYOUT_TORCH, 0, 0, 8, true},
+        {4, {8, 3, 3, 3}, QP_GRAN_GROUP, 4, QP_WLAYOUT_TORCH, 0, 0, 8, true},
+        {4, {3, 3, 2, 8}, QP_GRAN_GROUP, 4, QP_WLAYOUT_KERAS, 3, 0, 8, true},
+        /* rank 4 with the out axis of size 1 and one group: per-tensor */
+        {4, {1, 2, 3, 3}, QP_GRAN_GROUP, 4, QP_WLAYOUT_TORCH, -1, 0, 1, true},
+        /* a scale per element: blocks of 1 on the last axis */
+        {2, {3, 2}, QP_GRAN_GROUP, 1, QP_WLAYOUT_KERAS, 1, 1, 6, true},
         /* 1x1 conv, one group per row: per-channel */
         {4, {8, 16, 1, 1}, QP_GRAN_GROUP, 32, QP_WLAYOUT_TORCH, 0, 0, 8, true},
         {4, {8, 3, 3, 16}, QP_GRAN_GROUP, 4, QP_WLAYOUT_TFLITE, 3, 4, 288, true},
