@@ -59,8 +59,9 @@ static const struct qp_cli cli = {
     "(a last partial group is allowed); z asymmetric (unsigned), n narrow\n"
     "symmetric; @mse searches the clipping range per channel/group.\n\n"
     "OUT holds each quantized tensor as integers (packed below 8 bits) with\n"
-    "NAME.scale and NAME.zero_point; the report counts scales at 4 bytes and\n"
-    "zero points at the tensor's own width.",
+    "NAME.scale and NAME.zero_point, and its scheme in the metadata key\n"
+    "scheme:NAME; the report counts scales at 4 bytes and zero points at the\n"
+    "tensor's own width.",
     opts,
 };
 
@@ -125,14 +126,10 @@ static int refuse_gptq(const struct qp_scheme *s, const char *where)
     return QP_EXIT_FAIL;
 }
 
-static bool uses_companions(enum qp_dump_format f)
-{
-    return f == QP_DUMP_SAFETENSORS || f == QP_DUMP_NPZ || f == QP_DUMP_NPY_DIR;
-}
-
-/* Refuses, before anything is written, what would fail half-way: a
- * partial last group companions cannot express, and names taken by a
- * tensor's companions. */
+/* Refuses, before anything is written, what would fail half-way: in an
+ * npy directory (companion tensors only, no per-tensor metadata) a partial
+ * last group the scale shape cannot express and packed types; names taken
+ * by a tensor's companions. */
 static int check_plan(const struct quantize *q)
 {
     for (size_t i = 0; i < qp_dump_count(q->in); i++) {
@@ -147,18 +144,19 @@ static int check_plan(const struct quantize *q)
             return qp_cli_fail(&err);
         char shape[128];
         qp_shape_str(e->ndim, e->shape, shape, sizeof shape);
-        if (uses_companions(q->w->format) &&
-            !qp_qgeom_storable(&g, e->ndim, e->shape)) {
+        bool npy = q->w->format == QP_DUMP_NPY_DIR;
+        if (npy && !qp_qgeom_storable(&g, e->ndim, e->shape)) {
             qp_cli_error("'%s': tensor '%s' %s: groups of %lld along axis %d "
                          "(size %zu) leave a partial last group that NAME.scale "
                          "cannot express (it would read back as groups of "
-                         "%zu); use a group size dividing %zu, or --fake",
-                         q->model, e->name, shape, (long long)g.block, g.axis,
-                         g.dim, (g.dim + g.nblk - 1) / g.nblk, g.dim);
+                         "%zu); use a group size dividing %zu, a .safetensors "
+                         "output, or --fake", q->model, e->name, shape,
+                         (long long)g.block, g.axis, g.dim,
+                         (g.dim + g.nblk - 1) / g.nblk, g.dim);
             return QP_EXIT_FAIL;
         }
         enum qp_dtype dt = qp_qformat_dtype(&s->w.f);
-        if (q->w->format == QP_DUMP_NPY_DIR && !qp_fmt_npy_descr(dt)) {
+        if (npy && !qp_fmt_npy_descr(dt)) {
             qp_cli_error("'%s': tensor '%s': .npy files cannot hold %s "
                          "(%u-bit packed) tensors; write a .safetensors file, "
                          "or use --fake", q->out, e->name, qp_dtype_name(dt),
@@ -280,6 +278,24 @@ static void report_row(const struct quantize *q, const struct qp_tensor *ref,
 
 /* ---- the run ------------------------------------------------------------ */
 
+/* Records the scheme of tensor name in the output's metadata, under
+ * "scheme:NAME". */
+static enum qp_status record_scheme(struct quantize *q, const char *name,
+                                    const struct qp_scheme *s,
+                                    struct qp_error *err)
+{
+    char value[QP_SCHEME_MAX + 1];
+    qp_scheme_format(s, value, sizeof value);
+    size_t len = strlen(name) + sizeof "scheme:";
+    char *key = malloc(len);
+    if (!key)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    snprintf(key, len, "scheme:%s", name);
+    enum qp_status st = qp_dump_writer_set_meta(q->w, key, value, err);
+    free(key);
+    return st;
+}
+
 /* Quantizes (or copies) entry i into the writer. */
 static enum qp_status one(struct quantize *q, size_t i, struct qp_error *err)
 {
@@ -299,6 +315,8 @@ static enum qp_status one(struct quantize *q, size_t i, struct qp_error *err)
     }
     if (!st)
         st = qp_dump_writer_add(q->w, out, err);
+    if (!st && s)
+        st = record_scheme(q, t->name, s, err);
     if (!st) {
         if (q->rep && qp_dtype_traits(t->dtype)->is_float)
             report_row(q, t, s, qt);
@@ -360,6 +378,12 @@ static int run(struct quantize *q)
         fputs("name,shape,scheme,bits,sqnr_db,cosine,mae,max_abs,bytes_fp32,"
               "bytes_quantized\n", q->rep->fp);
     }
+    if (qp_dump_writer_set_meta(q->w, "quantize:round",
+                                qp_round_name(q->wq.round), &err) ||
+        qp_dump_writer_set_meta(q->w, "quantize:layout",
+                                qp_wlayout_name(q->wq.layout), &err) ||
+        (q->fake && qp_dump_writer_set_meta(q->w, "quantize:fake", "1", &err)))
+        return qp_cli_fail(&err);
     struct qp_progress p = qp_cli_progress(q->quiet);
     size_t n = qp_dump_count(q->in);
     for (size_t i = 0; i < n; i++) {

@@ -30,6 +30,22 @@ npy_values() {
 # npy_header FILE: the header dict
 npy_header() { head -c 200 "$1" | tr -d '\0' | head -n 1; }
 
+# st_header FILE: the JSON header of a .safetensors file
+st_header() {
+    perl -e 'open(F, "<", $ARGV[0]) or die; binmode F; read(F, $n, 8);
+        read(F, $h, unpack("Q<", $n)); print $h, "\n"' "$1"
+}
+
+# st_bytes FILE NAME: the stored bytes of tensor NAME, in hex
+st_bytes() {
+    perl -e 'open(F, "<", $ARGV[0]) or die; binmode F; read(F, $n, 8);
+        $n = unpack("Q<", $n); read(F, $h, $n);
+        $h =~ /"\Q$ARGV[1]\E":\{[^}]*"data_offsets":\[(\d+),(\d+)\]/
+            or die "no tensor $ARGV[1]\n";
+        seek(F, 8 + $n + $1, 0); read(F, $d, $2 - $1);
+        print unpack("H*", $d), "\n"' "$1" "$2"
+}
+
 # the test model: a linear layer, its bias, a 1x1 conv and an int64 counter
 make_model() {
     mkdir -p m
@@ -60,6 +76,9 @@ test_w8c_writes_int8_with_scales_and_keeps_the_rest() {
     assert_contains "$(npy_header res/fc.bias.npy)" "'descr': '<f4'"
     assert_eq "$(npy_values res/fc.bias.npy f4 | lines)" "0.5 -0.5"
     assert_eq "$(npy_values res/steps.npy d8 | lines)" "7"
+    # the schemes are in the directory's metadata
+    assert_contains res/.qprobe-meta.json '"scheme:fc.weight":	"w8c"'
+    assert_contains res/.qprobe-meta.json '"scheme:conv.weight":	"w8c"'
     no_tmp_left .
 }
 
@@ -144,6 +163,12 @@ test_partial_group_is_refused_for_companions_but_fake_works() {
     assert_contains err "read back as groups of 3"
     [ ! -e res ] || fail "partial output left"
     no_tmp_left .
+    # safetensors records the block size beside the scales
+    "$QPROBE" quantize m --scheme w8g4 -o q.safetensors -q
+    assert_contains "$(st_header q.safetensors)" '\"axis\":1,\"block_size\":4'
+    assert_contains "$(st_header q.safetensors)" '"w.scale":{"dtype":"F32","shape":[2,2],'
+    # the partial group [5, 6]: 6/127 -> 5 / s = 105.8 -> 106, 127
+    assert_eq "$(st_bytes q.safetensors w | cut -c9-12)" "6a7f"
     "$QPROBE" quantize m --scheme w8g4 --fake -o res -q
     # the partial group [5, 6] has its own scale: 6 / 127; 5 -> 105.8 -> 106
     assert_near "$(npy_values res/w.npy f4 | sed -n 5p)" "$(awk 'BEGIN { printf "%.7g", 106 * 6 / 127 }')" 1e-6
@@ -255,6 +280,20 @@ test_packed_bits_need_a_container_that_holds_them() {
     assert_contains err "qprobe: error: 'res': tensor 'conv.weight': .npy files cannot hold i4 (4-bit packed) tensors"
     [ ! -e res ] || fail "partial output left"
     no_tmp_left .
+    "$QPROBE" quantize m --scheme w4g2 -o q.safetensors -q
+    h=$(st_header q.safetensors)
+    # packed int4 is stored as its bytes, the logical type in __qprobe__
+    assert_contains "$h" '"fc.weight":{"dtype":"U8","shape":[4],'
+    assert_contains "$h" '\"fc.weight\":{\"dtype\":\"i4\",\"shape\":[2,4],\"axis\":1,\"block_size\":2}'
+    assert_contains "$h" '"fc.weight.scale":{"dtype":"F32","shape":[2,2],'
+    # the scheme of each quantized tensor, and how it was made
+    assert_contains "$h" '"scheme:fc.weight":"w4g2"'
+    assert_contains "$h" '"scheme:conv.weight":"w4g2"'
+    assert_contains "$h" '"quantize:round":"half-away"'
+    case $h in *'"scheme:fc.bias"'*) fail "kept tensor has a scheme" ;; esac
+    # row 0, groups (1.25, -63.5) s = 63.5/7: 0, -7 = 0x9; (0.75, 10)
+    # s = 10/7: 1, 7; low nibble first
+    assert_eq "$(st_bytes q.safetensors fc.weight | cut -c1-4)" "9071"
 }
 
 test_layouts_choose_the_channel_axis() {
@@ -284,14 +323,16 @@ test_ppocr_det_quantizes_with_w8c_w8t_w4g32_w4g32z() {
     det=$(ppocr_det)
     [ -f "$det" ] || fail "no PP-OCRv4 detector from scripts/fetch-models.sh"
     for s in w8c w8t w4g32 w4g32z; do
-        extra=""
-        case $s in w4*) extra=--fake ;; esac  # npy holds no packed int4
-        "$QPROBE" quantize "$det" --scheme $s $extra -o "q-$s" --report "r-$s.csv" -q
+        "$QPROBE" quantize "$det" --scheme $s -o "q-$s.safetensors" --report "r-$s.csv" -q
         # 342 weights (data/MODELS.md), 66 of them conv weights (4-D)
         assert_eq "$(awk 'END { print NR - 1 }' "r-$s.csv")" 342
         assert_eq "$(awk -F, -v s=$s '$3 == s' "r-$s.csv" | wc -l | tr -d ' ')" 66
-        assert_eq "$(ls "q-$s" | grep -c '\.npy$')" \
-            "$([ -z "$extra" ] && echo 408 || echo 342)"  # + 66 scales
+        h=$(st_header "q-$s.safetensors")
+        # every weight, plus 66 scales (and 66 zero points when asymmetric)
+        n=$(printf '%s' "$h" | grep -o '"data_offsets"' | wc -l | tr -d ' ')
+        assert_eq "$n" "$([ $s = w4g32z ] && echo 474 || echo 408)"
+        assert_contains "$h" "\"scheme:conv2d_421.w_0\":\"$s\""
+        case $s in w4*) assert_contains "$h" '\"conv2d_421.w_0\":{\"dtype\":\"'"$([ $s = w4g32z ] && echo u4 || echo i4)"'\",\"shape\":[384,384,1,1],\"axis\":1,\"block_size\":32}' ;; esac
         # the worst tensor: per-tensor int8 suffers on the heavy tails
         # (~13 dB), per-channel int8 does not (~32 dB), int4 groups ~16-19
         worst=$(awk -F, -v s=$s '$3 == s && (m == "" || $5 < m) { m = $5 } END { print m }' "r-$s.csv")

@@ -444,40 +444,28 @@ QP_TEST(pack_round_trips_every_storage_dtype)
     }
 }
 
-QP_TEST(rtn_result_round_trips_through_a_dump)
+/* Writes t to path, reads it back, and checks dtype, parameters and the
+ * dequantized values are unchanged. */
+static void round_trip(struct qp_test_ctx *ctx, const struct qp_tensor *t,
+                       const char *path)
 {
-    int64_t shape[4] = {6, 8, 3, 3};
-    rng_state = 5;
-    struct qp_tensor *w = make_f32("conv/w:0", 4, shape);
-    REQUIRE(w);
-    /* npy directories hold the byte-sized storage types */
-    static const char *const schemes_bits[] = {"i8 per-channel", "u8 g4",
-                                               "i6 g2", "u16 per-tensor"};
-    struct qp_wscheme ws[4] = {
-        {{8, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN},
-        {{8, true, false}, QP_GRAN_GROUP, 4, QP_WALGO_RTN},
-        {{6, false, false}, QP_GRAN_GROUP, 2, QP_WALGO_MSE},
-        {{16, true, false}, QP_GRAN_TENSOR, 0, QP_WALGO_RTN},
-    };
-    struct qp_wquant_opts o = {QP_ROUND_HALF_EVEN, QP_WLAYOUT_TORCH};
+    struct qp_tensor *back;
+    struct qp_dump_writer *wr;
+    struct qp_dump *d;
     struct qp_error err;
-    for (int k = 0; k < 4; k++) {
-        struct qp_tensor *t, *back;
-        struct qp_dump_writer *wr;
-        struct qp_dump *d;
-        REQUIRE_OK(qp_rtn_quantize(w, &ws[k], &o, &t, &err), &err);
-        char *dir = qp_test_path(ctx, schemes_bits[k]);
-        REQUIRE_OK(qp_dump_writer_open(dir, QP_DUMP_NPY_DIR, &wr, &err), &err);
-        REQUIRE_OK(qp_dump_writer_add(wr, t, &err), &err);
-        REQUIRE_OK(qp_dump_writer_commit(wr, &err), &err);
-        REQUIRE_OK(qp_dump_open(dir, QP_DUMP_AUTO, &d, &err), &err);
-        CHECK_INT(qp_dump_count(d), 1);
-        REQUIRE_OK(qp_dump_load(d, 0, &back, &err), &err);
-        CHECK_STR(back->name, "conv/w:0");
-        CHECK_INT(back->dtype, t->dtype);
-        REQUIRE(back->qp);
+    REQUIRE_OK(qp_dump_writer_open(path, QP_DUMP_AUTO, &wr, &err), &err);
+    REQUIRE_OK(qp_dump_writer_add(wr, t, &err), &err);
+    REQUIRE_OK(qp_dump_writer_commit(wr, &err), &err);
+    REQUIRE_OK(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), &err);
+    CHECK_INT(qp_dump_count(d), 1);
+    REQUIRE_OK(qp_dump_load(d, 0, &back, &err), &err);
+    CHECK_STR(back->name, "conv/w:0");
+    CHECK_INT(back->dtype, t->dtype);
+    if (back->qp) {
         CHECK_INT(back->qp->axis, t->qp->axis);
         CHECK_INT(back->qp->block_size, t->qp->block_size);
+        CHECK_INT(back->nbytes, t->nbytes);
+        CHECK(!memcmp(back->data, t->data, t->nbytes));
         size_t n = qp_tensor_numel(t);
         float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
         qp_tensor_read_f32(t, 0, n, a);
@@ -485,9 +473,47 @@ QP_TEST(rtn_result_round_trips_through_a_dump)
         CHECK(!memcmp(a, b, n * sizeof *a));
         free(a);
         free(b);
-        free(dir);
-        qp_tensor_free(back);
-        qp_dump_close(d);
+    } else {
+        qp_test_failf(ctx, __FILE__, __LINE__, "%s: parameters lost", path);
+    }
+    qp_tensor_free(back);
+    qp_dump_close(d);
+}
+
+QP_TEST(rtn_result_round_trips_through_every_container)
+{
+    int64_t shape[4] = {6, 8, 3, 3};
+    rng_state = 5;
+    struct qp_tensor *w = make_f32("conv/w:0", 4, shape);
+    REQUIRE(w);
+    static const struct {
+        const char *name;
+        struct qp_wscheme ws;
+        bool npy; /* byte-sized storage and a scale shape that says it all */
+    } cases[] = {
+        {"i8c", {{8, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN}, true},
+        {"u8g4", {{8, true, false}, QP_GRAN_GROUP, 4, QP_WALGO_RTN}, true},
+        {"i6g2", {{6, false, false}, QP_GRAN_GROUP, 2, QP_WALGO_MSE}, true},
+        {"u16t", {{16, true, false}, QP_GRAN_TENSOR, 0, QP_WALGO_RTN}, true},
+        {"i4g3", {{4, false, false}, QP_GRAN_GROUP, 3, QP_WALGO_RTN}, false},
+        /* 8 = 5 + 3: two groups, which a scale shape alone reads as 4 + 4 */
+        {"u4g5", {{4, true, false}, QP_GRAN_GROUP, 5, QP_WALGO_MSE}, false},
+        {"u3g5", {{3, true, false}, QP_GRAN_GROUP, 5, QP_WALGO_RTN}, false},
+        {"i2cn", {{2, false, true}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN}, false},
+    };
+    static const char *const exts[] = {"", ".safetensors", ".npz", ".h5"};
+    struct qp_wquant_opts o = {QP_ROUND_HALF_EVEN, QP_WLAYOUT_TORCH};
+    struct qp_error err;
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        struct qp_tensor *t;
+        REQUIRE_OK(qp_rtn_quantize(w, &cases[k].ws, &o, &t, &err), &err);
+        for (size_t e = cases[k].npy ? 0 : 1; e < 4; e++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s%s", cases[k].name, exts[e]);
+            char *path = qp_test_path(ctx, name);
+            round_trip(ctx, t, path);
+            free(path);
+        }
         qp_tensor_free(t);
     }
     qp_tensor_free(w);
