@@ -4,8 +4,3 @@
 # vectorize under GCC's dynamic cost model (-O2 uses the "very cheap" one,
 # which refuses loops needing an epilogue); bench-rtn measures the effect.
 $(BUILD)/obj/quant/%.o: CFLAGS += -fvect-cost-model=dynamic
-
-# mk/*.mk are included before the Makefile's `all` rule, so a rule in one
-# of them (mk/onnx.mk's `models`) would become the default goal and a bare
-# `make` would build nothing: keep `all` the default.
-.DEFAULT_GOAL := all
