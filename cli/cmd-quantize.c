@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/diff-report.h"
+#include "analysis/metrics.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "core/outfile.h"
+#include "formats/csv.h"
 #include "formats/dump.h"
 #include "formats/npy.h"
 #include "quant/recipe.h"
@@ -75,7 +77,7 @@ struct quantize {
     struct qp_recipe *recipe;
     struct qp_dump *in;
     struct qp_dump_writer *w;
-    struct qp_outfile *rep;
+    struct qp_csv_writer *rep;
     size_t quantized, kept;
     double bytes_in, bytes_out;
 };
@@ -189,91 +191,38 @@ static int check_plan(const struct quantize *q)
 
 /* ---- report ------------------------------------------------------------- */
 
-struct errstats {
-    double sum_ref2, sum_err2, sum_dot, sum_test2, sum_abs, max_abs;
-    size_t n;
-};
-
-/* Error of test against ref (same element count), read in chunks. */
-static void error_stats(const struct qp_tensor *ref, const struct qp_tensor *test,
-                        struct errstats *e)
+/* One report row: ref is the original tensor, s the scheme and qt the
+ * quantized tensor (NULL, NULL when ref is kept as it is). */
+static enum qp_status report_row(const struct quantize *q,
+                                 const struct qp_tensor *ref,
+                                 const struct qp_scheme *s,
+                                 const struct qp_tensor *qt,
+                                 struct qp_error *err)
 {
-    enum { CH = 2048 };
-    float a[CH], b[CH];
-    memset(e, 0, sizeof *e);
-    e->n = qp_tensor_numel(ref);
-    for (size_t i = 0; i < e->n; i += CH) {
-        size_t m = e->n - i < CH ? e->n - i : CH;
-        qp_tensor_read_f32(ref, i, m, a);
-        qp_tensor_read_f32(test, i, m, b);
-        for (size_t k = 0; k < m; k++) {
-            double r = a[k], t = b[k], d = r - t;
-            e->sum_ref2 += r * r;
-            e->sum_test2 += t * t;
-            e->sum_dot += r * t;
-            e->sum_err2 += d * d;
-            e->sum_abs += fabs(d);
-            e->max_abs = fabs(d) > e->max_abs ? fabs(d) : e->max_abs;
-        }
-    }
-}
-
-/* A CSV field: quoted when it holds a comma, quote or line break. */
-static void csv_str(FILE *f, const char *s)
-{
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void csv_num(FILE *f, double v)
-{
-    if (isinf(v))
-        fprintf(f, ",%sinf", v < 0 ? "-" : "");
-    else if (isnan(v))
-        fprintf(f, ",nan");
-    else
-        fprintf(f, ",%.9g", v);
-}
-
-/* One report row: ref is the original tensor, test what the scheme makes of
- * it (NULL: kept as is), q the quantized tensor (for its cost). */
-static void report_row(const struct quantize *q, const struct qp_tensor *ref,
-                       const struct qp_scheme *s, const struct qp_tensor *qt)
-{
-    FILE *f = q->rep->fp;
-    char shape[200] = "scalar", scheme[QP_SCHEME_MAX + 1] = "fp32";
-    size_t len = 0; /* "4x96", as diff writes shapes */
-    for (int i = 0; i < ref->ndim && len < sizeof shape; i++)
-        len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld",
-                                i ? "x" : "", (long long)ref->shape[i]);
+    char shape[200], scheme[QP_SCHEME_MAX + 1] = "fp32";
+    qp_diff_shape_field(ref->ndim, ref->shape, shape, sizeof shape);
     unsigned bits = qp_dtype_traits(ref->dtype)->bits;
-    struct errstats e = {0};
+    struct qp_metrics m;
+    qp_metrics_init(&m);
     if (s) {
         qp_scheme_format(s, scheme, sizeof scheme);
         bits = s->w.f.bits;
-        error_stats(ref, qt, &e);
+        enum qp_status st = qp_metrics_tensors(ref, qt, &m, err);
+        if (st)
+            return st;
     }
-    csv_str(f, ref->name);
-    fprintf(f, ",%s,%s,%u", shape, scheme, bits);
-    double sqnr = e.sum_err2 > 0 ? 10 * log10(e.sum_ref2 / e.sum_err2) : INFINITY;
-    double nr = sqrt(e.sum_ref2), nt = sqrt(e.sum_test2);
-    double cosine = nr > 0 && nt > 0 ? e.sum_dot / (nr * nt)
-                                     : nr == 0 && nt == 0 ? 1 : 0;
-    csv_num(f, sqnr);
-    csv_num(f, cosine);
-    csv_num(f, e.n ? e.sum_abs / (double)e.n : 0);
-    csv_num(f, e.max_abs);
-    fprintf(f, ",%zu,%zu\n", qp_tensor_numel(ref) * 4,
-            s ? qp_rtn_bytes(qt) : ref->nbytes);
+    qp_csv_str(q->rep, ref->name);
+    qp_csv_str(q->rep, shape);
+    qp_csv_str(q->rep, scheme);
+    qp_csv_int(q->rep, bits);
+    qp_csv_num(q->rep, s ? qp_metrics_sqnr_db(&m) : INFINITY);
+    qp_csv_num(q->rep, s ? qp_metrics_cosine(&m) : 1);
+    qp_csv_num(q->rep, s ? qp_metrics_mae(&m) : 0);
+    qp_csv_num(q->rep, m.max_abs_err);
+    qp_csv_int(q->rep, (int64_t)qp_tensor_numel(ref) * 4);
+    qp_csv_int(q->rep, (int64_t)(s ? qp_rtn_bytes(qt) : ref->nbytes));
+    qp_csv_end_row(q->rep);
+    return QP_OK;
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -317,9 +266,9 @@ static enum qp_status one(struct quantize *q, size_t i, struct qp_error *err)
         st = qp_dump_writer_add(q->w, out, err);
     if (!st && s)
         st = record_scheme(q, t->name, s, err);
+    if (!st && q->rep && qp_dtype_traits(t->dtype)->is_float)
+        st = report_row(q, t, s, qt, err);
     if (!st) {
-        if (q->rep && qp_dtype_traits(t->dtype)->is_float)
-            report_row(q, t, s, qt);
         q->bytes_in += (double)t->nbytes;
         q->bytes_out += s ? (double)qp_rtn_bytes(qt) : (double)t->nbytes;
         if (s)
@@ -373,10 +322,12 @@ static int run(struct quantize *q)
     if (rc)
         return rc;
     if (q->report) {
-        if (qp_outfile_open(q->report, &q->rep, &err))
+        static const char *const cols[] = {
+            "name", "shape", "scheme", "bits", "sqnr_db", "cosine", "mae",
+            "max_abs", "bytes_fp32", "bytes_quantized"};
+        if (qp_csv_open(q->report, &q->rep, &err))
             return qp_cli_fail(&err);
-        fputs("name,shape,scheme,bits,sqnr_db,cosine,mae,max_abs,bytes_fp32,"
-              "bytes_quantized\n", q->rep->fp);
+        qp_csv_row(q->rep, cols, sizeof cols / sizeof cols[0]);
     }
     if (qp_dump_writer_set_meta(q->w, "quantize:round",
                                 qp_round_name(q->wq.round), &err) ||
@@ -397,7 +348,7 @@ static int run(struct quantize *q)
     if (st)
         return qp_cli_fail(&err);
     if (q->rep) {
-        st = qp_outfile_commit(q->rep, &err);
+        st = qp_csv_commit(q->rep, &err);
         q->rep = NULL;
         if (st)
             return qp_cli_fail(&err);
@@ -476,7 +427,7 @@ int cmd_quantize(int argc, char **argv)
             rc = run(&q);
     }
     qp_dump_writer_abort(q.w);
-    qp_outfile_abort(q.rep);
+    qp_csv_abort(q.rep);
     qp_dump_close(q.in);
     qp_recipe_free(q.recipe);
     free(q.include);

@@ -294,6 +294,12 @@ test_packed_bits_need_a_container_that_holds_them() {
     # row 0, groups (1.25, -63.5) s = 63.5/7: 0, -7 = 0x9; (0.75, 10)
     # s = 10/7: 1, 7; low nibble first
     assert_eq "$(st_bytes q.safetensors fc.weight | cut -c1-4)" "9071"
+    # inspect reads the parameters back
+    "$QPROBE" inspect q.safetensors --csv i.csv -q >/dev/null
+    assert_eq "$(csv_field i.csv fc.weight dtype)" "i4"
+    assert_eq "$(csv_field i.csv fc.weight q_granularity)" "group 2 axis 1"
+    assert_eq "$(csv_field i.csv conv.weight q_granularity)" "per-axis 0"
+    assert_near "$(csv_field i.csv fc.weight q_scale_max)" "$(awk 'BEGIN { print 63.5 / 7 }')" 1e-5
 }
 
 test_layouts_choose_the_channel_axis() {
@@ -359,7 +365,16 @@ test_ppocr_det_quantizes_with_w8c_w8t_w4g32_w4g32z() {
 test_ppocr_det_heavy_tail_wants_channels_and_clipping() {
     det=$(ppocr_det)
     [ -f "$det" ] || fail "no PP-OCRv4 detector from scripts/fetch-models.sh"
-    heavy=conv2d_421.w_0  # [384,384,1,1], excess kurtosis ~1264
+    # the heaviest-tailed weight according to inspect (conv2d_421.w_0,
+    # [384,384,1,1], excess kurtosis ~1264)
+    "$QPROBE" inspect "$det" --csv k.csv -q >/dev/null
+    set -- $(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "kurtosis") k = i
+            if ($i == "name") n = i } next }
+        $k != "nan" && $k + 0 > best { best = $k + 0; name = $n }
+        END { print name, best }' k.csv)
+    heavy=$1
+    awk -v k="$2" 'BEGIN { exit !(k > 1000) }' || fail "largest kurtosis $2 ($1)"
+    assert_eq "$heavy" conv2d_421.w_0
     for s in w8c w8t w8t@mse w4c w4c@mse; do
         "$QPROBE" quantize "$det" --scheme "$s" --fake -o "q" --report "r.csv" -q
         eval "sqnr_$(echo "$s" | tr -c 'a-z0-9\n' _)=$(csv_field r.csv "$heavy" sqnr_db)"
