@@ -1,0 +1,102 @@
+/* quant/scheme.h: scheme strings (DESIGN.md §4), parsed and printed.
+ *
+ *   SCHEME  := WEIGHTS [ '+' ACTS ]
+ *   WEIGHTS := 'w' BITS GRAN [ 'z' | 'n' ] [ '@' ALGO ]
+ *   GRAN    := 't' | 'c' | 'g' N        per-tensor | per-channel | groups of N
+ *   'z'     := asymmetric (zero point, unsigned storage); default symmetric
+ *   'n'     := symmetric narrow range (qmin = -qmax, e.g. [-127, 127])
+ *   ALGO    := 'rtn' (default) | 'mse' (clipping search) | 'gptq'
+ *   ACTS    := 'a' BITS ( 't' | 'd' ) [ 'z' | 'n' ] [ ':' RANGE ]
+ *   RANGE   := 'minmax' (default) | 'ema' | 'pct' P | 'mse' | 'kl'
+ *   BITS    := 2..8 | 16;  N := 1..2^30;  0 < P <= 100
+ *
+ * 'n' and 'ema' extend the DESIGN.md grammar: narrow range is what TFLite
+ * uses for int8 weights, and 'ema' names the moving-average min/max
+ * observer. A range applies to static ('t') activations only.
+ *
+ * The canonical form printed by qp_scheme_format leaves out defaults
+ * ("@rtn", ":minmax") and prints P in its shortest round-tripping form, so
+ * format(parse(s)) == s for every canonical s, and parse(format(x)) == x. */
+#ifndef QP_QUANT_SCHEME_H
+#define QP_QUANT_SCHEME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/status.h"
+
+/* Only grow; each ends in _COUNT. */
+enum qp_gran {
+    QP_GRAN_TENSOR = 0, /* 't': one scale */
+    QP_GRAN_CHANNEL,    /* 'c': one scale per output channel */
+    QP_GRAN_GROUP,      /* 'g' N: groups of N along the input axis */
+    QP_GRAN_COUNT
+};
+
+enum qp_walgo {
+    QP_WALGO_RTN = 0,   /* min/max range, round to nearest */
+    QP_WALGO_MSE,       /* MSE-optimal clipping per channel/group, then RTN */
+    QP_WALGO_GPTQ,      /* second-order (later issue; parsed only) */
+    QP_WALGO_COUNT
+};
+
+enum qp_arange {
+    QP_ARANGE_MINMAX = 0,
+    QP_ARANGE_EMA,      /* moving-average min/max */
+    QP_ARANGE_PCT,      /* percentile P */
+    QP_ARANGE_MSE,      /* MSE-optimal threshold over a histogram */
+    QP_ARANGE_KL,       /* KL divergence over a histogram (TensorRT entropy) */
+    QP_ARANGE_COUNT
+};
+
+/* How values map to integers, shared by weights and activations. */
+struct qp_qformat {
+    unsigned bits;      /* 2..8 or 16 */
+    bool asym;          /* zero point and unsigned storage */
+    bool narrow;        /* symmetric only: qmin = -qmax */
+};
+
+struct qp_wscheme {
+    struct qp_qformat f;
+    enum qp_gran gran;
+    int64_t group;      /* QP_GRAN_GROUP: elements per group, else 0 */
+    enum qp_walgo algo;
+};
+
+struct qp_ascheme {
+    struct qp_qformat f;
+    bool dynamic;       /* 'd': per-token at run time; else static per-tensor */
+    enum qp_arange range;
+    double pct;         /* QP_ARANGE_PCT: percentile in (0, 100] */
+};
+
+struct qp_scheme {
+    struct qp_wscheme w;
+    bool has_acts;
+    struct qp_ascheme a;
+};
+
+/* Longest scheme string accepted (longer ones are refused). */
+#define QP_SCHEME_MAX 64
+
+/* Parses s into *out. On error returns QP_E_INVAL and a message naming the
+ * problem, followed by two more lines: the string and a caret under the
+ * offending character, e.g.
+ *     scheme 'w4g0': group size must be at least 1
+ *       w4g0
+ *          ^
+ * *pos (may be NULL) receives the offending byte offset, or -1 on success. */
+enum qp_status qp_scheme_parse(const char *s, struct qp_scheme *out, int *pos,
+                               struct qp_error *err);
+
+/* Writes the canonical form of s into buf (QP_SCHEME_MAX bytes suffice).
+ * s must be valid (as produced by qp_scheme_parse). */
+void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size);
+
+/* Names: "t"/"c"/"g", "rtn"/"mse"/"gptq", "minmax"/"ema"/"pct"/"mse"/"kl". */
+const char *qp_gran_name(enum qp_gran g);
+const char *qp_walgo_name(enum qp_walgo a);
+const char *qp_arange_name(enum qp_arange r);
+
+#endif
