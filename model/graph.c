@@ -232,7 +232,7 @@ enum qp_status qp_graph_add_input(struct qp_graph *g, const char *name,
     enum qp_status st;
     if ((st = not_finalized(g, err)) || (st = qp_graph_value(g, name, &v, err)))
         return st;
-    if (ndim < 0 || ndim > QP_MAX_DIMS)
+    if (ndim < -1 || ndim > QP_MAX_DIMS)
         return qp_fail(err, QP_E_UNSUPPORTED, "graph input '%s': %d dims, at "
                        "most %d are supported", name, ndim, QP_MAX_DIMS);
     struct qp_value *val = &g->values[v];
@@ -240,9 +240,9 @@ enum qp_status qp_graph_add_input(struct qp_graph *g, const char *name,
         return qp_fail(err, QP_E_FORMAT, "graph input '%s' is defined twice",
                        name);
     val->is_input = true;
-    val->typed = true;
+    val->typed = ndim >= 0; /* -1: rank unknown, nothing is checked */
     val->dtype = dtype;
-    val->ndim = ndim;
+    val->ndim = ndim < 0 ? 0 : ndim;
     for (int i = 0; i < ndim; i++)
         val->shape[i] = shape ? shape[i] : -1;
     return append_id(&g->inputs, &g->n_inputs, v, err);
@@ -509,6 +509,9 @@ const char *qp_node_label(const struct qp_graph *g, int node, char *buf,
     const struct qp_node *n = &g->nodes[node];
     if (n->name[0])
         snprintf(buf, size, "node '%s' (%s)", n->name, n->op_type);
+    else if (n->n_out > 0 && n->out[0] >= 0)
+        snprintf(buf, size, "the %s node making '%s'", n->op_type,
+                 g->values[n->out[0]].name);
     else
         snprintf(buf, size, "node #%d (%s)", node, n->op_type);
     return buf;

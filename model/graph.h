@@ -116,7 +116,8 @@ int qp_graph_find(const struct qp_graph *g, const char *name);
 enum qp_status qp_graph_value(struct qp_graph *g, const char *name, int *id,
                               struct qp_error *err);
 
-/* Declares a graph input with its dtype and shape (dims -1 unknown). */
+/* Declares a graph input with its dtype and shape (dims -1 unknown; ndim
+ * -1 when even the rank is unknown: then nothing is checked). */
 enum qp_status qp_graph_add_input(struct qp_graph *g, const char *name,
                                   enum qp_dtype dtype, int ndim,
                                   const int64_t *shape, struct qp_error *err);
@@ -168,7 +169,8 @@ const struct qp_attr *qp_node_attr(const struct qp_node *n, const char *name);
  * node and its operator: "node 'conv1' (Conv): ...". */
 enum qp_status qp_graph_finalize(struct qp_graph *g, struct qp_error *err);
 
-/* "node 'NAME' (OP)" or "node #i (OP)" when unnamed, into buf. */
+/* "node 'NAME' (OP)", or for an unnamed node "the OP node making 'OUT'",
+ * into buf. */
 const char *qp_node_label(const struct qp_graph *g, int node, char *buf,
                           size_t size);
 

@@ -19,6 +19,10 @@ struct rplan {
     enum rmode mode;
     int64_t in[QP_MAX_DIMS], out[QP_MAX_DIMS];
     double scale[QP_MAX_DIMS];
+    /* the resized length the coordinate formulas use: the output size
+     * when sizes are given, in * scale (not floored, as the ONNX reference
+     * computes it) when scales are */
+    double len_res[QP_MAX_DIMS];
     double roi_start[QP_MAX_DIMS], roi_end[QP_MAX_DIMS];
     const char *ctm, *nearest;
     bool legacy, exclude_outside;
@@ -154,6 +158,7 @@ static enum qp_status resize_plan(const struct qp_op_ctx *c, struct rplan *p,
     for (int d = 0; d < p->nd; d++) {
         if (have_sizes) {
             p->out[d] = sizes[d];
+            p->len_res[d] = (double)sizes[d];
             p->scale[d] = p->in[d] ? (double)(float)((float)sizes[d] / (float)p->in[d])
                                    : 1.0;
         } else {
@@ -162,6 +167,7 @@ static enum qp_status resize_plan(const struct qp_op_ctx *c, struct rplan *p,
                 return qp_op_fail(err, c, QP_E_FORMAT, "scale %g must be "
                                   "positive", p->scale[d]);
             p->out[d] = (int64_t)floor((double)p->in[d] * span * p->scale[d]);
+            p->len_res[d] = (double)p->in[d] * p->scale[d];
         }
         if (p->out[d] < 0)
             return qp_op_fail(err, c, QP_E_SHAPE, "negative output size");
@@ -195,8 +201,10 @@ static double source_coord(const struct rplan *p, int d, int64_t x)
     }
     if (!strcmp(m, "pytorch_half_pixel"))
         return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-    if (!strcmp(m, "align_corners"))
-        return out == 1 ? 0.0 : x * (in - 1) / (out - 1);
+    if (!strcmp(m, "align_corners")) {
+        double len = p->len_res[d];
+        return len <= 1 ? 0.0 : x * (in - 1) / (len - 1);
+    }
     if (!strcmp(m, "tf_half_pixel_for_nn"))
         return (x + 0.5) / s;
     if (!strcmp(m, "tf_crop_and_resize")) {

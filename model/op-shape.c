@@ -393,6 +393,17 @@ static enum qp_status range_run(const struct qp_op_ctx *c,
     return QP_OK;
 }
 
+/* If runs only inlined: model/onnx-import.c replaces it by a branch when
+ * its condition folds to a constant. */
+static enum qp_status if_infer(const struct qp_op_ctx *c, struct qp_tdesc *out,
+                               struct qp_error *err)
+{
+    (void)out;
+    return qp_op_fail(err, c, QP_E_UNSUPPORTED, "the condition is not a "
+                      "constant; qprobe runs If only when its condition folds "
+                      "to one");
+}
+
 static const struct qp_attr_spec reshape_attrs[] = {
     {"allowzero", QP_ATTR_INT}, {"shape", QP_ATTR_INTS}, {NULL, 0}};
 static const struct qp_attr_spec axis_attrs[] = {
@@ -422,5 +433,7 @@ const struct qp_op_def qp_ops_shape[] = {
      constant_run},
     {"", "Range", 3, 3, 1, 1, 7u, false, false, NULL, NULL, range_infer,
      range_run},
+    {"", "If", 1, 1, 1, QP_OP_MAX_IO, 0, false, true, NULL, NULL, if_infer,
+     NULL},
     {NULL},
 };

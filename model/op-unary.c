@@ -286,14 +286,21 @@ static enum qp_status cast_run(const struct qp_op_ctx *c,
     return QP_OK;
 }
 
+/* Inference mode, or training mode with ratio 0 (both the identity);
+ * random masks are not supported. */
 static enum qp_status dropout_infer(const struct qp_op_ctx *c,
                                     struct qp_tdesc *out, struct qp_error *err)
 {
-    if (qp_attr_int(c->n, "is_test", 1) == 0 ||
-        (qp_op_in(c, 2) && qp_op_in(c, 2)->data &&
-         qp_elem_get_i64(c->in[2]->dtype, c->in[2]->data, 0)))
-        return qp_op_fail(err, c, QP_E_UNSUPPORTED, "training mode is not "
-                          "supported");
+    const struct qp_tensor *ratio = qp_op_in(c, 1), *train = qp_op_in(c, 2);
+    bool training = qp_attr_int(c->n, "is_test", 1) == 0 ||
+                    (train && train->data &&
+                     qp_elem_get_i64(train->dtype, train->data, 0));
+    double r = c->n->opset < 12 ? qp_attr_float(c->n, "ratio", 0.5f)
+             : !ratio ? 0.5
+             : ratio->data ? qp_elem_get_f64(ratio->dtype, ratio->data, 0) : -1;
+    if (training && r != 0.0)
+        return qp_op_fail(err, c, QP_E_UNSUPPORTED, "training mode with a "
+                          "non-zero ratio (a random mask) is not supported");
     qp_tdesc_of(c->in[0], &out[0]);
     if (c->n->n_out > 1) {
         qp_tdesc_of(c->in[0], &out[1]);
@@ -341,7 +348,7 @@ const struct qp_op_def qp_ops_unary[] = {
      cast_run},
     {"", "Identity", 1, 1, 1, 1, 0, false, false, NULL, NULL, same_infer,
      copy_run},
-    {"", "Dropout", 1, 3, 1, 2, 0, false, false, dropout_attrs, NULL,
+    {"", "Dropout", 1, 3, 1, 2, 6u, false, false, dropout_attrs, NULL,
      dropout_infer, copy_run},
     {NULL},
 };
