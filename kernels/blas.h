@@ -1,9 +1,9 @@
 /* kernels/blas.h: the one place qprobe calls OpenBLAS.
  *
  * Row-major single-precision GEMM, C = alpha * op(A) * op(B) + beta * C,
- * with op(X) = X or X^T. OpenBLAS threads the call over the machine's
- * cores (its own pool); callers must not call it from several threads of
- * their own at once. */
+ * with op(X) = X or X^T. Large products are split over core/parallel.h
+ * threads, each running a single-threaded OpenBLAS sgemm (OpenBLAS's own
+ * spinning pool is not used). Safe to call from several threads. */
 #ifndef QP_KERNELS_BLAS_H
 #define QP_KERNELS_BLAS_H
 
@@ -21,8 +21,8 @@ void qp_blas_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
 /* Largest dimension or stride qp_blas_sgemm accepts. */
 #define QP_BLAS_MAX_DIM ((size_t)0x7fffffff)
 
-/* The number of threads OpenBLAS uses, and a name for --version-like
- * output ("OpenBLAS 0.3.21 Haswell"): static storage. */
+/* The number of threads large products use, and OpenBLAS's build
+ * description ("OpenBLAS 0.3.21 ... Haswell"): static storage. */
 int qp_blas_threads(void);
 const char *qp_blas_describe(void);
 

@@ -68,6 +68,13 @@ static double apply_d(const struct ujob *j, double x)
     return x;
 }
 
+/* Comparisons rather than fminf/fmaxf, so loops vectorize; NaN passes
+ * through (as numpy's clip). */
+static inline float clampf(float v, float lo, float hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
 static void f32_range(const struct ujob *j, const float *x, float *y, size_t n)
 {
     float a = j->alpha, b = j->beta;
@@ -86,11 +93,11 @@ static void f32_range(const struct ujob *j, const float *x, float *y, size_t n)
         break;
     case U_HSIGMOID:
         for (size_t i = 0; i < n; i++)
-            y[i] = fmaxf(0.0f, fminf(1.0f, a * x[i] + b));
+            y[i] = clampf(a * x[i] + b, 0.0f, 1.0f);
         break;
     case U_HSWISH:
         for (size_t i = 0; i < n; i++)
-            y[i] = x[i] * fmaxf(0.0f, fminf(1.0f, x[i] * (1.0f / 6.0f) + 0.5f));
+            y[i] = x[i] * clampf(x[i] * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
         break;
     case U_TANH:
         for (size_t i = 0; i < n; i++)
@@ -201,7 +208,7 @@ static enum qp_status clip_run(const struct qp_op_ctx *c,
             const float *xs = x->data;
             float *ys = out[0]->data, l = (float)lo, h = (float)hi;
             for (size_t i = 0; i < n; i++)
-                ys[i] = fminf(fmaxf(xs[i], l), h);
+                ys[i] = clampf(xs[i], l, h);
             return QP_OK;
         }
         for (size_t i = 0; i < n; i++)

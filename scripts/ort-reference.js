@@ -1,19 +1,22 @@
 #!/usr/bin/env node
 // scripts/ort-reference.js: the independent fp32 reference for `qprobe run`.
 //
-// Runs an ONNX model through onnxruntime-node (CPU; installed by
-// scripts/ort-setup.sh, version pinned in scripts/ort/package-lock.json)
-// and writes requested values as .npy files, named as qprobe's npy dump
-// directories name them. ONNX Runtime only returns graph outputs, so the
-// intermediate values asked for are appended to the model's graph outputs
-// by editing the protobuf bytes here (ModelProto.graph = field 7,
-// GraphProto.output = field 12, ValueInfoProto.name = field 1); nothing of
-// qprobe is involved in producing the reference.
+// Runs an ONNX model through onnxruntime-node (CPU; made available by
+// scripts/ort-setup.sh from the tarballs pinned in scripts/ort/ort.lock;
+// QP_ORT_DIR is the folder it prints) and writes requested values as
+// .npy files, named as qprobe's npy dump directories name them. ONNX
+// Runtime only returns graph outputs, so the intermediate values asked
+// for are appended to the model's graph outputs by editing the protobuf
+// bytes here (ModelProto.graph = field 7, GraphProto.output = field 12,
+// ValueInfoProto.name = field 1); nothing of qprobe is involved in
+// producing the reference.
 //
-//   node ort-reference.js image --shape N,C,H,W --seed S [--norm ocr|imagenet] -o X.npy
-//       a synthetic document-like image (dark strokes on a light page),
-//       normalized as PP-OCR preprocesses: ocr = (v - 0.5) / 0.5,
-//       imagenet = (v - mean) / std per channel
+//   node ort-reference.js image --shape N,C,H,W --seed S [--norm ocr|imagenet]
+//       -o X.npy [--each PREFIX]
+//       a batch of synthetic document-like images (dark strokes on a light
+//       page), normalized as PP-OCR preprocesses: ocr = (v - 0.5) / 0.5,
+//       imagenet = (v - mean) / std per channel; --each also writes every
+//       image alone as PREFIX<k>.npy, shaped [C,H,W]
 //   node ort-reference.js run --model M.onnx --input X.npy
 //       (--names a,b,... | --names-from DUMPDIR) -o OUTDIR
 //       writes every named value (and the model's outputs) to OUTDIR
@@ -217,6 +220,9 @@ function cmdImage(a) {
             }
     }
     writeNpy(a.o, '<f4', shape, px);
+    const per = c * h * w;
+    for (let b = 0; a.each && b < n; b++)
+        writeNpy(`${a.each}${b}.npy`, '<f4', [c, h, w], px.subarray(b * per, (b + 1) * per));
 }
 
 const ORT_TYPES = {
