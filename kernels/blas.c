@@ -77,7 +77,8 @@ static void gemm_part(void *ctx, int t, int nt)
     }
 }
 
-void qp_blas_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+void qp_blas_sgemm(struct qp_pool *pool, bool trans_a, bool trans_b, size_t m,
+                   size_t n, size_t k,
                    float alpha, const float *a, size_t lda, const float *b,
                    size_t ldb, float beta, float *c, size_t ldc)
 {
@@ -90,14 +91,14 @@ void qp_blas_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
         return;
     }
     single_threaded_openblas();
-    int nt = qp_parallel_threads();
+    int nt = qp_pool_threads(pool);
     if (nt <= 1 || m * n * k < PAR_MIN_MACS || (n < 32 && m < 8)) {
         sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
     struct gemm g = {trans_a, trans_b, m, n, k, alpha, beta, a, b,
                      lda, ldb, ldc, c, n >= 32 * (size_t)nt};
-    qp_parallel_run(gemm_part, &g, nt);
+    qp_pool_run(pool, gemm_part, &g, nt);
 }
 
 int qp_blas_threads(void)

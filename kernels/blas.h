@@ -14,7 +14,12 @@
  * strides (in elements) of A, B and C as stored. m, n or k of 0 is allowed
  * (with k == 0, C = beta * C). Sizes must fit in int (OpenBLAS's interface);
  * callers split larger products. */
-void qp_blas_sgemm(bool trans_a, bool trans_b, size_t m, size_t n, size_t k,
+struct qp_pool;
+
+/* pool (core/parallel.h; NULL: threads started per call) runs the parts
+ * of large products. */
+void qp_blas_sgemm(struct qp_pool *pool, bool trans_a, bool trans_b, size_t m,
+                   size_t n, size_t k,
                    float alpha, const float *a, size_t lda, const float *b,
                    size_t ldb, float beta, float *c, size_t ldc);
 

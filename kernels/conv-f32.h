@@ -45,12 +45,18 @@ struct qp_conv_geom {
 /* Floats of scratch qp_conv_f32 needs (0 for depthwise and 1x1). */
 size_t qp_conv_f32_scratch_size(const struct qp_conv_geom *g);
 
-void qp_conv_f32(const struct qp_conv_geom *g, const float *x, const float *w,
-                 const float *bias, float *y, float *scratch);
+struct qp_pool;
+
+/* Every kernel below splits its work over pool (core/parallel.h; NULL:
+ * threads started per call). */
+void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_geom *g,
+                 const float *x, const float *w, const float *bias, float *y,
+                 float *scratch);
 
 size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_geom *g);
 
-void qp_conv_transpose_f32(const struct qp_conv_geom *g, const float *x,
+void qp_conv_transpose_f32(struct qp_pool *pool,
+                           const struct qp_conv_geom *g, const float *x,
                            const float *w, const float *bias, float *y,
                            float *scratch);
 
@@ -59,14 +65,15 @@ void qp_conv_transpose_f32(const struct qp_conv_geom *g, const float *x,
  * position gives -inf. indices (optional, [N, C, out...]) receives the flat
  * index of each maximum in x, row-major (storage_order 0) or with the
  * spatial dims column-major (storage_order 1), as ONNX MaxPool. */
-void qp_maxpool_f32(const struct qp_conv_geom *g, const float *x, float *y,
-                    int64_t *indices, bool col_major_indices);
+void qp_maxpool_f32(struct qp_pool *pool, const struct qp_conv_geom *g,
+                    const float *x, float *y, int64_t *indices,
+                    bool col_major_indices);
 
 /* Average: the window is clipped to [-pad, in + pad_end) and then to the
  * input; the divisor is the clipped-to-padding size when
  * count_include_pad, else the number of input positions (ONNX Runtime's
  * rule, also the ONNX reference's). */
-void qp_avgpool_f32(const struct qp_conv_geom *g, const float *x, float *y,
-                    bool count_include_pad);
+void qp_avgpool_f32(struct qp_pool *pool, const struct qp_conv_geom *g,
+                    const float *x, float *y, bool count_include_pad);
 
 #endif

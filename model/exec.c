@@ -2,8 +2,113 @@
 #include "model/exec.h"
 
 #include <fnmatch.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/parallel.h"
+
+/* ---- buffers ------------------------------------------------------------- */
+
+/* Freed activation buffers kept for reuse within one run: fresh large
+ * allocations come from mmap and fault every page in again, and a graph
+ * allocates and frees tensors of a few recurring sizes. A buffer is reused
+ * for a request between half its capacity and its capacity. The cache
+ * holds at most CACHE_SLOTS buffers and, beyond CACHE_MIN_BYTES, no more
+ * than half the bytes of live activations (oldest dropped first), so the
+ * peak stays within 1.5x the live set's. */
+#define CACHE_SLOTS 16
+#define CACHE_MIN_BYTES ((size_t)8 << 20)
+
+struct bufcache {
+    void *p[CACHE_SLOTS];
+    size_t cap[CACHE_SLOTS];
+    int n;
+    size_t bytes; /* capacity held */
+};
+
+static void *cache_get(struct bufcache *c, size_t n)
+{
+    int best = -1;
+    for (int i = 0; c && i < c->n; i++)
+        if (c->cap[i] >= n && c->cap[i] / 2 <= n &&
+            (best < 0 || c->cap[i] < c->cap[best]))
+            best = i;
+    if (best < 0)
+        return NULL;
+    void *p = c->p[best];
+    c->bytes -= c->cap[best];
+    c->n--;
+    c->p[best] = c->p[c->n];
+    c->cap[best] = c->cap[c->n];
+    return p;
+}
+
+static void cache_drop_oldest(struct bufcache *c)
+{
+    free(c->p[0]);
+    c->bytes -= c->cap[0];
+    c->n--;
+    memmove(c->p, c->p + 1, (size_t)c->n * sizeof c->p[0]);
+    memmove(c->cap, c->cap + 1, (size_t)c->n * sizeof c->cap[0]);
+}
+
+/* Keeps p; live is the bytes of live activations, which bound the cache. */
+static void cache_put(struct bufcache *c, void *p, size_t live)
+{
+    if (c->n == CACHE_SLOTS)
+        cache_drop_oldest(c);
+    c->p[c->n] = p;
+    c->cap[c->n] = malloc_usable_size(p);
+    c->bytes += c->cap[c->n++];
+    size_t limit = live / 2 > CACHE_MIN_BYTES ? live / 2 : CACHE_MIN_BYTES;
+    while (c->n && c->bytes > limit)
+        cache_drop_oldest(c);
+}
+
+static void cache_release(struct bufcache *c)
+{
+    for (int i = 0; i < c->n; i++)
+        free(c->p[i]);
+    c->n = 0;
+    c->bytes = 0;
+}
+
+/* A tensor with uninitialized owned data (from the cache when it fits). */
+static enum qp_status new_tensor(struct bufcache *c, const char *name,
+                                 const struct qp_tdesc *d, struct qp_tensor **out,
+                                 struct qp_error *err)
+{
+    enum qp_status st = qp_tensor_new_desc(name, d->dtype, d->ndim, d->shape, out,
+                                           err);
+    if (st)
+        return st;
+    struct qp_tensor *t = *out;
+    size_t n = t->nbytes ? t->nbytes : 1;
+    t->data = cache_get(c, n);
+    if (!t->data)
+        t->data = malloc(n);
+    if (!t->data) {
+        qp_tensor_free(t);
+        *out = NULL;
+        return qp_fail(err, QP_E_NOMEM, "tensor '%s': cannot allocate %zu bytes",
+                       name, n);
+    }
+    t->owns_data = true;
+    return QP_OK;
+}
+
+/* Frees t, keeping its buffer in c when c is non-NULL (live: the bytes of
+ * live activations). */
+static void free_tensor(struct bufcache *c, struct qp_tensor *t, size_t live)
+{
+    if (c && t && t->owns_data && t->data && !t->map) {
+        cache_put(c, t->data, live);
+        t->data = NULL;
+        t->owns_data = false;
+    }
+    qp_tensor_free(t);
+}
 
 void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes)
 {
@@ -33,6 +138,7 @@ static const char *value_name(const struct qp_graph *g, int v)
 
 /* Infers and allocates the outputs of node c->node into out[]. */
 static enum qp_status alloc_outputs(const struct qp_op_ctx *c,
+                                    struct bufcache *cache,
                                     struct qp_tensor **out,
                                     struct qp_error *err)
 {
@@ -47,8 +153,8 @@ static enum qp_status alloc_outputs(const struct qp_op_ctx *c,
             return qp_op_fail(err, c, QP_E_UNSUPPORTED, "output %d would be "
                               "%s, which the runtime does not handle", k,
                               qp_dtype_name(desc[k].dtype));
-        st = qp_tensor_new(value_name(c->g, n->out[k]), desc[k].dtype,
-                           desc[k].ndim, desc[k].shape, &out[k], err);
+        st = new_tensor(cache, value_name(c->g, n->out[k]), &desc[k], &out[k],
+                        err);
         if (st)
             return qp_error_prefix(err, "%s", c->n->name);
     }
@@ -81,12 +187,13 @@ enum qp_status qp_exec_node(const struct qp_graph *g, int node,
 {
     const struct qp_node *n = &g->nodes[node];
     struct qp_scratch own = {0};
-    struct qp_op_ctx c = {g, node, n, in, n->n_in, scratch ? scratch : &own};
+    struct qp_op_ctx c = {g, node, n, in, n->n_in, scratch ? scratch : &own,
+                          NULL};
     for (int k = 0; k < n->n_out; k++)
         out[k] = NULL;
     enum qp_status st = check_input_data(&c, err);
     if (!st)
-        st = alloc_outputs(&c, out, err);
+        st = alloc_outputs(&c, NULL, out, err);
     if (!st)
         st = n->def->run(&c, out, err);
     if (st)
@@ -105,11 +212,13 @@ struct run {
     int *remaining;            /* consumers still to run */
     size_t live_bytes, peak;
     struct qp_scratch scratch;
+    struct bufcache cache;
+    struct qp_pool *pool;      /* threads shared by the nodes' loops */
 };
 
 static void track_peak(struct run *r)
 {
-    size_t now = r->live_bytes + r->scratch.cap;
+    size_t now = r->live_bytes + r->scratch.cap + r->cache.bytes;
     if (now > r->peak)
         r->peak = now;
 }
@@ -118,7 +227,7 @@ static void drop(struct run *r, int v)
 {
     if (r->owned[v]) {
         r->live_bytes -= r->live[v]->nbytes;
-        qp_tensor_free(r->live[v]);
+        free_tensor(&r->cache, r->live[v], r->live_bytes);
     }
     r->live[v] = NULL;
     r->owned[v] = false;
@@ -220,14 +329,14 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
         in[k] = v < 0 ? NULL : g->values[v].konst ? g->values[v].konst
                                                   : r->live[v];
     }
-    struct qp_op_ctx c = {g, node, n, in, n->n_in, &r->scratch};
+    struct qp_op_ctx c = {g, node, n, in, n->n_in, &r->scratch, r->pool};
     memset(out, 0, sizeof out);
     bool done = false;
     enum qp_status st = check_input_data(&c, err);
     if (!st && h && h->run_node)
         st = h->run_node(h->ctx, &c, out, &done, err);
     if (!st && !done) {
-        st = alloc_outputs(&c, out, err);
+        st = alloc_outputs(&c, &r->cache, out, err);
         for (int k = 0; !st && k < n->n_out; k++)
             r->live_bytes += out[k]->nbytes;
         if (!st) {
@@ -240,14 +349,14 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
     }
     for (int k = 0; !st && k < n->n_out; k++)
         if (n->out[k] < 0) {
-            qp_tensor_free(out[k]);
+            free_tensor(&r->cache, out[k], r->live_bytes);
             out[k] = NULL;
         }
     if (!st && h && h->after_node)
         st = h->after_node(h->ctx, &c, out, err);
     for (int k = 0; k < n->n_out; k++) {
         if (st || n->out[k] < 0) {
-            qp_tensor_free(out[k]);
+            free_tensor(&r->cache, out[k], r->live_bytes);
             continue;
         }
         if (!out[k]) {
@@ -311,7 +420,8 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
     if (n_inputs != g->n_inputs)
         return qp_fail(err, QP_E_INVAL, "graph '%s' has %d inputs, %d given",
                        g->name, g->n_inputs, n_inputs);
-    struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}};
+    struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}, {{0}, {0}, 0, 0},
+                    qp_pool_new(0)};
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
     r.live = calloc(nv, sizeof *r.live);
     r.owned = calloc(nv, sizeof *r.owned);
@@ -345,6 +455,8 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
         stats->nodes_run = ran;
     }
     qp_scratch_release(&r.scratch);
+    cache_release(&r.cache);
+    qp_pool_free(r.pool);
     free(r.live);
     free(r.owned);
     free(r.remaining);

@@ -11,6 +11,7 @@
 #define QP_MODEL_INFER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "model/graph.h"
 #include "model/op.h"
@@ -24,5 +25,12 @@ enum qp_status qp_graph_infer(const struct qp_graph *g,
                               const struct qp_tdesc *inputs,
                               struct qp_tdesc *descs, bool *known,
                               struct qp_error *err);
+
+/* Multiply-accumulates of the Conv, ConvTranspose, MatMul and Gemm nodes
+ * with known shapes (descs/known from qp_graph_infer); *unknown counts the
+ * nodes of those types whose shapes were not known. */
+uint64_t qp_graph_count_macs(const struct qp_graph *g,
+                             const struct qp_tdesc *descs, const bool *known,
+                             int *unknown);
 
 #endif

@@ -250,7 +250,7 @@ static enum qp_status conv_run(const struct qp_op_ctx *c,
         return qp_op_fail(err, c, QP_E_NOMEM, "cannot allocate %zu bytes of "
                           "scratch", need * sizeof(float));
     const struct qp_tensor *b = qp_op_in(c, 2);
-    (t ? qp_conv_transpose_f32 : qp_conv_f32)(&g, c->in[0]->data,
+    (t ? qp_conv_transpose_f32 : qp_conv_f32)(c->pool, &g, c->in[0]->data,
                                               c->in[1]->data,
                                               b ? b->data : NULL,
                                               out[0]->data, scratch);

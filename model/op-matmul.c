@@ -80,7 +80,7 @@ static enum qp_status matmul_run(const struct qp_op_ctx *c,
     size_t batches = qp_tdesc_numel(&p.batch);
     if (p.b_b.ndim == 0 && batches * (size_t)p.m <= QP_BLAS_MAX_DIM) {
         /* B shared by every batch: one product with the rows stacked */
-        qp_blas_sgemm(false, false, batches * (size_t)p.m, (size_t)p.n,
+        qp_blas_sgemm(c->pool, false, false, batches * (size_t)p.m, (size_t)p.n,
                       (size_t)p.k, 1.0f, a, (size_t)p.k, b, (size_t)p.n, 0.0f,
                       y, (size_t)p.n);
         return QP_OK;
@@ -91,7 +91,7 @@ static enum qp_status matmul_run(const struct qp_op_ctx *c,
     for (size_t i = 0; i < batches; i++) {
         int64_t off[2];
         qp_bcast_at(&bc, i, off);
-        qp_blas_sgemm(false, false, (size_t)p.m, (size_t)p.n, (size_t)p.k, 1.0f,
+        qp_blas_sgemm(c->pool, false, false, (size_t)p.m, (size_t)p.n, (size_t)p.k, 1.0f,
                       a + (size_t)off[0] * mk, (size_t)p.k, b + (size_t)off[1] * kn,
                       (size_t)p.n, 0.0f,
                       y + i * mn, (size_t)p.n);
@@ -148,7 +148,7 @@ static enum qp_status gemm_run(const struct qp_op_ctx *c,
         }
         use_beta = 1.0f;
     }
-    qp_blas_sgemm(ta, tb, m, n, k, alpha, a->data, (size_t)a->shape[1], b->data,
+    qp_blas_sgemm(c->pool, ta, tb, m, n, k, alpha, a->data, (size_t)a->shape[1], b->data,
                   (size_t)b->shape[1], use_beta, y, n);
     return QP_OK;
 }

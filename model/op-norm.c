@@ -81,7 +81,7 @@ static enum qp_status softmax_run(const struct qp_op_ctx *c,
         else
             s.inner *= v;
     }
-    qp_op_parallel_for(s.outer * s.inner, 256, smax_range, &s);
+    qp_op_parallel_for(c, s.outer * s.inner, 256, smax_range, &s);
     return QP_OK;
 }
 
@@ -204,6 +204,10 @@ static enum qp_status bn_run(const struct qp_op_ctx *c,
     float *ys = out[0]->data;
     for (size_t k = 0; k < ch; k++) {
         double m = mean[k], v = var[k];
+        if (!train) /* running statistics pass through */
+            for (int o = 1; o < c->n->n_out && o < 3; o++)
+                if (out[o])
+                    ((float *)out[o]->data)[k] = o == 1 ? mean[k] : var[k];
         if (train) {
             double s = 0.0, s2 = 0.0;
             for (size_t b = 0; b < n; b++)

@@ -95,9 +95,9 @@ static enum qp_status pool_run(const struct qp_op_ctx *c,
     }
     if (is_max(c->n)) {
         int64_t *idx = c->n->n_out > 1 && out[1] ? out[1]->data : NULL;
-        qp_maxpool_f32(&g, xf, yf, idx, qp_attr_int(c->n, "storage_order", 0));
+        qp_maxpool_f32(c->pool, &g, xf, yf, idx, qp_attr_int(c->n, "storage_order", 0));
     } else {
-        qp_avgpool_f32(&g, xf, yf, qp_attr_int(c->n, "count_include_pad", 0));
+        qp_avgpool_f32(c->pool, &g, xf, yf, qp_attr_int(c->n, "count_include_pad", 0));
     }
     if (x->dtype != QP_DTYPE_F32)
         for (size_t i = 0; i < ny; i++)

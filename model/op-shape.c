@@ -303,8 +303,10 @@ static enum qp_status cos_run(const struct qp_op_ctx *c,
 {
     (void)err;
     const struct qp_attr *v = qp_node_attr(c->n, "value");
-    if (!v)
-        return QP_OK; /* zero-filled f32 */
+    if (!v) { /* f32 zeros */
+        memset(out[0]->data, 0, out[0]->nbytes);
+        return QP_OK;
+    }
     size_t es = qp_elem_size(out[0]->dtype), n = qp_tensor_numel(out[0]);
     for (size_t i = 0; i < n; i++)
         memcpy((char *)out[0]->data + i * es, v->t->data, es);

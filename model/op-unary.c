@@ -180,7 +180,7 @@ static enum qp_status unary_run(const struct qp_op_ctx *c,
     float alpha = op == U_LEAKY ? 0.01f : op == U_HSIGMOID ? 0.2f : 1.0f;
     struct ujob j = {op, qp_attr_float(n, "alpha", alpha),
                      qp_attr_float(n, "beta", 0.5f), c->in[0], out[0]};
-    qp_op_parallel_for(qp_tensor_numel(c->in[0]), 1 << 14, urange, &j);
+    qp_op_parallel_for(c, qp_tensor_numel(c->in[0]), 1 << 14, urange, &j);
     return QP_OK;
 }
 

@@ -64,7 +64,7 @@ enum qp_status qp_op_check(const struct qp_graph *g, int node,
 {
     const struct qp_node *n = &g->nodes[node];
     const struct qp_op_def *d = n->def;
-    struct qp_op_ctx c = {g, node, n, NULL, 0, NULL};
+    struct qp_op_ctx c = {g, node, n, NULL, 0, NULL, NULL};
     int last_in = n->n_in;
     while (last_in > 0 && n->in[last_in - 1] < 0)
         last_in--;
@@ -375,11 +375,12 @@ static void pfor_run(void *ctx, int t, int nt)
         p->fn(p->ctx, b, e);
 }
 
-void qp_op_parallel_for(size_t n, size_t min_per_thread,
+void qp_op_parallel_for(const struct qp_op_ctx *c, size_t n,
+                        size_t min_per_thread,
                         void (*fn)(void *ctx, size_t begin, size_t end),
                         void *ctx)
 {
-    int nt = qp_parallel_threads();
+    int nt = qp_pool_threads(c->pool);
     if (min_per_thread < 1)
         min_per_thread = 1;
     if ((size_t)nt > n / min_per_thread)
@@ -390,7 +391,7 @@ void qp_op_parallel_for(size_t n, size_t min_per_thread,
         return;
     }
     struct pfor p = {n, fn, ctx};
-    qp_parallel_run(pfor_run, &p, nt);
+    qp_pool_run(c->pool, pfor_run, &p, nt);
 }
 
 /* ---- broadcasting ------------------------------------------------------ */

@@ -10,7 +10,8 @@
  *          data_inputs must carry data (a Reshape's target shape); the
  *          others may be descriptors (data NULL).
  *   run:   computes the outputs, which the executor allocated with the
- *          inferred descriptors (zero-filled), from inputs with data.
+ *          inferred descriptors, from inputs with data. Output memory is
+ *          not initialized: run writes every element of every output.
  *
  * Operators never print; errors go through qp_op_fail, which names the
  * node: "node 'conv1' (Conv): ...". */
@@ -40,6 +41,7 @@ struct qp_op_ctx {
     const struct qp_tensor *const *in; /* n->n_in entries; NULL = absent */
     int n_in;
     struct qp_scratch *scratch;        /* NULL during static inference */
+    struct qp_pool *pool;              /* threads for the run; may be NULL */
 };
 
 struct qp_attr_spec {
@@ -178,9 +180,10 @@ int64_t qp_elem_get_i64(enum qp_dtype dt, const void *data, size_t i);
 void qp_elem_set_f64(enum qp_dtype dt, void *data, size_t i, double v);
 void qp_elem_set_i64(enum qp_dtype dt, void *data, size_t i, int64_t v);
 
-/* Runs fn over [0, n) in parallel when n is large (each thread gets a
- * contiguous range, aligned to 16 items). */
-void qp_op_parallel_for(size_t n, size_t min_per_thread,
+/* Runs fn over [0, n) on c's pool when n is large (each thread gets a
+ * contiguous range, aligned to 16 items, of at least min_per_thread). */
+void qp_op_parallel_for(const struct qp_op_ctx *c, size_t n,
+                        size_t min_per_thread,
                         void (*fn)(void *ctx, size_t begin, size_t end),
                         void *ctx);
 

@@ -123,6 +123,67 @@ static void dw_plane(const struct qp_conv3 *c, const float *x, const float *w,
             }
 }
 
+/* Interior of one output row for kernel width KW and stride S (both
+ * compile-time after inlining): yr[ow] += sum_kw w[kw] * xr[ow*S + kw]
+ * for ow in [a, b), where every tap is inside the row. */
+static inline void dw_row(float *yr, const float *xr, const float *w, int64_t a,
+                          int64_t b, int64_t ofs, int KW, int S)
+{
+    for (int64_t ow = a; ow < b; ow++) {
+        const float *xi = xr + ow * S + ofs;
+        float acc = 0.0f;
+        for (int kw = 0; kw < KW; kw++)
+            acc += w[kw] * xi[kw];
+        yr[ow] += acc;
+    }
+}
+
+/* 2-D planes (no depth), dilation 1 along W: each output row takes a
+ * whole kernel row per pass, with the common widths and strides
+ * specialized; the taps that fall in the padding are handled apart at
+ * the row ends. */
+static void dw_plane2d(const struct qp_conv3 *c, const float *x, const float *w,
+                       float bias, float *y)
+{
+    int64_t OW = c->out[2], W = c->in[2], S = c->s[2], P = c->p[2], KW = c->k[2];
+    int64_t a, b; /* ow whose taps ow*S - P + [0, KW) are all in [0, W) */
+    qp_conv3_range(OW, S, -P, W - KW + 1, &a, &b);
+    for (int64_t oh = 0; oh < c->out[1]; oh++) {
+        float *yr = y + oh * OW;
+        for (int64_t ow = 0; ow < OW; ow++)
+            yr[ow] = bias;
+        for (int64_t kh = 0; kh < c->k[1]; kh++) {
+            int64_t ih = oh * c->s[1] - c->p[1] + kh * c->d[1];
+            if (ih < 0 || ih >= c->in[1])
+                continue;
+            const float *xr = x + ih * W, *wr = w + kh * KW;
+            for (int64_t ow = 0; ow < OW; ow++) {
+                if (ow == a && b > a)
+                    ow = b; /* the interior comes below */
+                if (ow >= OW)
+                    break;
+                for (int64_t kw = 0; kw < KW; kw++) {
+                    int64_t iw = ow * S - P + kw;
+                    if (iw >= 0 && iw < W)
+                        yr[ow] += wr[kw] * xr[iw];
+                }
+            }
+            if (a >= b)
+                continue;
+            if (KW == 3 && S == 1)
+                dw_row(yr, xr, wr, a, b, -P, 3, 1);
+            else if (KW == 3 && S == 2)
+                dw_row(yr, xr, wr, a, b, -P, 3, 2);
+            else if (KW == 5 && S == 1)
+                dw_row(yr, xr, wr, a, b, -P, 5, 1);
+            else if (KW == 5 && S == 2)
+                dw_row(yr, xr, wr, a, b, -P, 5, 2);
+            else
+                dw_row(yr, xr, wr, a, b, -P, (int)KW, (int)S);
+        }
+    }
+}
+
 static void dw_run(void *ctx, int t, int nt)
 {
     const struct dw_job *j = ctx;
@@ -132,9 +193,12 @@ static void dw_run(void *ctx, int t, int nt)
     qp_parallel_split(planes, t, nt, 1, &b, &e);
     for (size_t p = b; p < e; p++) {
         size_t n = p / g->out_c, oc = p % g->out_c, ic = oc / mult;
-        dw_plane(j->c, j->x + (n * g->in_c + ic) * j->c->sin,
-                 j->w + oc * j->c->kvol, j->bias ? j->bias[oc] : 0.0f,
-                 j->y + p * j->c->sout);
+        const struct qp_conv3 *c = j->c;
+        bool flat = c->in[0] == 1 && c->out[0] == 1 && c->k[0] == 1 && c->d[2] == 1;
+        (flat ? dw_plane2d : dw_plane)(c, j->x + (n * g->in_c + ic) * c->sin,
+                                       j->w + oc * c->kvol,
+                                       j->bias ? j->bias[oc] : 0.0f,
+                                       j->y + p * c->sout);
     }
 }
 
@@ -241,7 +305,7 @@ static void fill_bias(float *y, size_t channels, size_t plane,
             y[c * plane + i] = bias ? bias[c] : 0.0f;
 }
 
-void qp_conv_f32(const struct qp_conv_geom *g, const float *x, const float *w,
+void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_geom *g, const float *x, const float *w,
                  const float *bias, float *y, float *scratch)
 {
     struct qp_conv3 c;
@@ -249,7 +313,7 @@ void qp_conv_f32(const struct qp_conv_geom *g, const float *x, const float *w,
     size_t icg = g->in_c / g->groups, ocg = g->out_c / g->groups;
     if (icg == 1) {
         struct dw_job j = {g, &c, x, w, bias, y};
-        qp_parallel_run(dw_run, &j,
+        qp_pool_run(pool, dw_run, &j,
                         threads_for(g->batch * g->out_c * c.sout * c.kvol));
         return;
     }
@@ -265,16 +329,16 @@ void qp_conv_f32(const struct qp_conv_geom *g, const float *x, const float *w,
             float *yg = yn + gi * ocg * c.sout;
             if (pw) {
                 /* yg[ocg, S] += wg[ocg, icg] . xg[icg, S] */
-                qp_blas_sgemm(false, false, ocg, c.sout, icg, 1.0f, wg, icg,
+                qp_blas_sgemm(pool, false, false, ocg, c.sout, icg, 1.0f, wg, icg,
                               xg, c.sin, 1.0f, yg, c.sout);
                 continue;
             }
             for (size_t p0 = 0; p0 < c.sout; p0 += tile) {
                 size_t nt = c.sout - p0 < tile ? c.sout - p0 : tile;
                 struct i2c_job j = {&c, xg, kk, p0, nt, scratch};
-                qp_parallel_run(i2c_run, &j, threads_for(kk * nt));
+                qp_pool_run(pool, i2c_run, &j, threads_for(kk * nt));
                 /* yg[ocg, p0:p0+nt] += wg[ocg, K] . col[K, nt] */
-                qp_blas_sgemm(false, false, ocg, nt, kk, 1.0f, wg, kk, scratch,
+                qp_blas_sgemm(pool, false, false, ocg, nt, kk, 1.0f, wg, kk, scratch,
                               nt, 1.0f, yg + p0, c.sout);
             }
         }
@@ -344,7 +408,7 @@ static void c2i_run(void *ctx, int t, int nt)
         }
 }
 
-void qp_conv_transpose_f32(const struct qp_conv_geom *g, const float *x,
+void qp_conv_transpose_f32(struct qp_pool *pool, const struct qp_conv_geom *g, const float *x,
                            const float *w, const float *bias, float *y,
                            float *scratch)
 {
@@ -362,10 +426,10 @@ void qp_conv_transpose_f32(const struct qp_conv_geom *g, const float *x,
             for (size_t q0 = 0; q0 < c.sin; q0 += tile) {
                 size_t nt = c.sin - q0 < tile ? c.sin - q0 : tile;
                 /* col[rows, nt] = wg^T[rows, icg] . xg[icg, q0:q0+nt] */
-                qp_blas_sgemm(true, false, rows, nt, icg, 1.0f, wg, rows,
+                qp_blas_sgemm(pool, true, false, rows, nt, icg, 1.0f, wg, rows,
                               xg + q0, c.sin, 0.0f, scratch, nt);
                 struct c2i_job j = {&c, scratch, ocg, q0, nt, yg};
-                qp_parallel_run(c2i_run, &j, threads_for(rows * nt));
+                qp_pool_run(pool, c2i_run, &j, threads_for(rows * nt));
             }
         }
     }

@@ -87,7 +87,7 @@ static void pool_run(void *ctx, int t, int nt)
         pool_plane(j, p);
 }
 
-static void pool(const struct qp_conv_geom *g, const float *x, float *y,
+static void pool(struct qp_pool *tp, const struct qp_conv_geom *g, const float *x, float *y,
                  int64_t *idx, bool col_major, bool include_pad, bool is_max)
 {
     struct qp_conv3 c;
@@ -95,17 +95,18 @@ static void pool(const struct qp_conv_geom *g, const float *x, float *y,
     struct pool_job j = {&c, g->batch * g->in_c, x, y, idx, col_major,
                          include_pad, is_max};
     size_t work = j.planes * c.sout * c.kvol;
-    qp_parallel_run(pool_run, &j, work < ((size_t)1 << 16) ? 1 : 0);
+    qp_pool_run(tp, pool_run, &j, work < ((size_t)1 << 16) ? 1 : 0);
 }
 
-void qp_maxpool_f32(const struct qp_conv_geom *g, const float *x, float *y,
-                    int64_t *indices, bool col_major_indices)
+void qp_maxpool_f32(struct qp_pool *tp, const struct qp_conv_geom *g,
+                    const float *x, float *y, int64_t *indices,
+                    bool col_major_indices)
 {
-    pool(g, x, y, indices, col_major_indices, false, true);
+    pool(tp, g, x, y, indices, col_major_indices, false, true);
 }
 
-void qp_avgpool_f32(const struct qp_conv_geom *g, const float *x, float *y,
-                    bool count_include_pad)
+void qp_avgpool_f32(struct qp_pool *tp, const struct qp_conv_geom *g,
+                    const float *x, float *y, bool count_include_pad)
 {
-    pool(g, x, y, NULL, false, count_include_pad, false);
+    pool(tp, g, x, y, NULL, false, count_include_pad, false);
 }

@@ -298,3 +298,34 @@ QP_TEST(graph_keeps_batchnorm_when_conv_output_is_shared)
     CHECK_INT(g->n_nodes, 2);
     qp_graph_free(g);
 }
+
+QP_TEST(graph_counts_macs_from_inferred_shapes)
+{
+    /* Conv x[1,2,5,5] * w[4,2,3,3], pads 1: 4*5*5 outputs of 2*3*3 MACs
+     * = 1800; MatMul of its flattening [1,100] by [100,3]: 300 */
+    struct qp_graph *g;
+    struct qp_error err;
+    REQUIRE_OK(qp_graph_new("t", &g, &err), &err);
+    REQUIRE_OK(qp_graph_add_input(g, "x", QP_DTYPE_F32, 4, SHAPE(1, 2, 5, 5), &err),
+               &err);
+    REQUIRE_OK(qp_graph_add_const(g, TF32("w", 4, SHAPE(4, 2, 3, 3), NULL), &err),
+               &err);
+    REQUIRE_OK(qp_graph_add_const(g, TF32("m", 2, SHAPE(100, 3), NULL), &err), &err);
+    int conv = node(g, "Conv", "c", NIN("x", "w"), NIN("y"));
+    REQUIRE(conv >= 0);
+    REQUIRE_OK(qp_node_set_ints(&g->nodes[conv], "pads", SHAPE(1, 1, 1, 1), 4, &err),
+               &err);
+    REQUIRE(node(g, "Flatten", "f", NIN("y"), NIN("yf")) >= 0);
+    REQUIRE(node(g, "MatMul", "mm", NIN("yf", "m"), NIN("z")) >= 0);
+    REQUIRE_OK(qp_graph_add_output(g, "z", &err), &err);
+    REQUIRE_OK(qp_graph_finalize(g, &err), &err);
+    struct qp_tdesc in = {QP_DTYPE_F32, 4, {1, 2, 5, 5}};
+    struct qp_tdesc d[16];
+    bool known[16];
+    REQUIRE(g->n_values <= 16);
+    REQUIRE_OK(qp_graph_infer(g, &in, d, known, &err), &err);
+    int unknown = -1;
+    CHECK_INT(qp_graph_count_macs(g, d, known, &unknown), 1800 + 300);
+    CHECK_INT(unknown, 0);
+    qp_graph_free(g);
+}
