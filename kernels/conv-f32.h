@@ -28,7 +28,7 @@
 
 #define QP_CONV_MAX_SPATIAL 3
 
-struct qp_conv_geom {
+struct qp_conv_nd {
     int nsp;                   /* spatial dims, 1..3 */
     size_t batch;              /* N */
     size_t in_c, out_c;        /* IC, OC (pooling: in_c = out_c = C) */
@@ -43,20 +43,20 @@ struct qp_conv_geom {
 };
 
 /* Floats of scratch qp_conv_f32 needs (0 for depthwise and 1x1). */
-size_t qp_conv_f32_scratch_size(const struct qp_conv_geom *g);
+size_t qp_conv_f32_scratch_size(const struct qp_conv_nd *g);
 
 struct qp_pool;
 
 /* Every kernel below splits its work over pool (core/parallel.h; NULL:
  * threads started per call). */
-void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_geom *g,
+void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
                  const float *x, const float *w, const float *bias, float *y,
                  float *scratch);
 
-size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_geom *g);
+size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_nd *g);
 
 void qp_conv_transpose_f32(struct qp_pool *pool,
-                           const struct qp_conv_geom *g, const float *x,
+                           const struct qp_conv_nd *g, const float *x,
                            const float *w, const float *bias, float *y,
                            float *scratch);
 
@@ -65,7 +65,7 @@ void qp_conv_transpose_f32(struct qp_pool *pool,
  * position gives -inf. indices (optional, [N, C, out...]) receives the flat
  * index of each maximum in x, row-major (storage_order 0) or with the
  * spatial dims column-major (storage_order 1), as ONNX MaxPool. */
-void qp_maxpool_f32(struct qp_pool *pool, const struct qp_conv_geom *g,
+void qp_maxpool_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
                     const float *x, float *y, int64_t *indices,
                     bool col_major_indices);
 
@@ -73,7 +73,7 @@ void qp_maxpool_f32(struct qp_pool *pool, const struct qp_conv_geom *g,
  * input; the divisor is the clipped-to-padding size when
  * count_include_pad, else the number of input positions (ONNX Runtime's
  * rule, also the ONNX reference's). */
-void qp_avgpool_f32(struct qp_pool *pool, const struct qp_conv_geom *g,
+void qp_avgpool_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
                     const float *x, float *y, bool count_include_pad);
 
 #endif

@@ -36,7 +36,7 @@ static enum qp_status ints_attr(const struct qp_op_ctx *c, const char *name,
 enum qp_status qp_window_geom(const struct qp_op_ctx *c, const int64_t *in,
                               int nsp, const int64_t *kernel,
                               enum qp_window_kind kind,
-                              struct qp_conv_geom *g, struct qp_error *err)
+                              struct qp_conv_nd *g, struct qp_error *err)
 {
     enum qp_status st;
     g->nsp = nsp;
@@ -104,7 +104,7 @@ static enum qp_status conv_kernel(const struct qp_op_ctx *c, int *nsp,
 }
 
 static enum qp_status conv_geom(const struct qp_op_ctx *c,
-                                struct qp_conv_geom *g, struct qp_error *err)
+                                struct qp_conv_nd *g, struct qp_error *err)
 {
     int nsp;
     int64_t kernel[QP_CONV_MAX_SPATIAL];
@@ -130,7 +130,7 @@ static enum qp_status conv_geom(const struct qp_op_ctx *c,
     return qp_window_geom(c, x->shape + 2, nsp, kernel, QP_WINDOW_CONV, g, err);
 }
 
-static void geom_desc(const struct qp_conv_geom *g, size_t channels,
+static void geom_desc(const struct qp_conv_nd *g, size_t channels,
                       struct qp_tdesc *out)
 {
     out->dtype = QP_DTYPE_F32;
@@ -144,7 +144,7 @@ static void geom_desc(const struct qp_conv_geom *g, size_t channels,
 /* ---- ConvTranspose ----------------------------------------------------- */
 
 static enum qp_status convt_geom(const struct qp_op_ctx *c,
-                                 struct qp_conv_geom *g, struct qp_error *err)
+                                 struct qp_conv_nd *g, struct qp_error *err)
 {
     int nsp;
     int64_t kernel[QP_CONV_MAX_SPATIAL], opad[QP_CONV_MAX_SPATIAL];
@@ -218,7 +218,7 @@ static bool is_transpose(const struct qp_op_ctx *c)
     return !strcmp(c->n->op_type, "ConvTranspose");
 }
 
-static enum qp_status any_geom(const struct qp_op_ctx *c, struct qp_conv_geom *g,
+static enum qp_status any_geom(const struct qp_op_ctx *c, struct qp_conv_nd *g,
                                struct qp_error *err)
 {
     return is_transpose(c) ? convt_geom(c, g, err) : conv_geom(c, g, err);
@@ -227,7 +227,7 @@ static enum qp_status any_geom(const struct qp_op_ctx *c, struct qp_conv_geom *g
 static enum qp_status conv_infer(const struct qp_op_ctx *c,
                                  struct qp_tdesc *out, struct qp_error *err)
 {
-    struct qp_conv_geom g;
+    struct qp_conv_nd g;
     enum qp_status st = any_geom(c, &g, err);
     if (!st)
         geom_desc(&g, g.out_c, out);
@@ -238,7 +238,7 @@ static enum qp_status conv_run(const struct qp_op_ctx *c,
                                struct qp_tensor *const *out,
                                struct qp_error *err)
 {
-    struct qp_conv_geom g;
+    struct qp_conv_nd g;
     enum qp_status st = any_geom(c, &g, err);
     if (st)
         return st;

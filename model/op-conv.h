@@ -15,6 +15,6 @@ enum qp_window_kind { QP_WINDOW_CONV, QP_WINDOW_POOL };
 enum qp_status qp_window_geom(const struct qp_op_ctx *c, const int64_t *in,
                               int nsp, const int64_t *kernel,
                               enum qp_window_kind kind,
-                              struct qp_conv_geom *g, struct qp_error *err);
+                              struct qp_conv_nd *g, struct qp_error *err);
 
 #endif

@@ -29,7 +29,7 @@ static enum qp_status pool_check(const struct qp_op_ctx *c, struct qp_error *err
 }
 
 static enum qp_status pool_geom(const struct qp_op_ctx *c,
-                                struct qp_conv_geom *g, struct qp_error *err)
+                                struct qp_conv_nd *g, struct qp_error *err)
 {
     const struct qp_tensor *x = c->in[0];
     enum qp_dtype dt = x->dtype;
@@ -55,7 +55,7 @@ static enum qp_status pool_geom(const struct qp_op_ctx *c,
 static enum qp_status pool_infer(const struct qp_op_ctx *c,
                                  struct qp_tdesc *out, struct qp_error *err)
 {
-    struct qp_conv_geom g;
+    struct qp_conv_nd g;
     enum qp_status st = pool_geom(c, &g, err);
     if (st)
         return st;
@@ -76,7 +76,7 @@ static enum qp_status pool_run(const struct qp_op_ctx *c,
                                struct qp_tensor *const *out,
                                struct qp_error *err)
 {
-    struct qp_conv_geom g;
+    struct qp_conv_nd g;
     enum qp_status st = pool_geom(c, &g, err);
     if (st)
         return st;

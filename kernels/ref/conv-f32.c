@@ -18,7 +18,7 @@
 /* Below this much work a parallel loop costs more than it saves. */
 #define PAR_MIN_WORK ((size_t)1 << 16)
 
-void qp_conv3_from_geom(const struct qp_conv_geom *g, struct qp_conv3 *c)
+void qp_conv3_from_geom(const struct qp_conv_nd *g, struct qp_conv3 *c)
 {
     int lead = QP_CONV_MAX_SPATIAL - g->nsp;
     for (int i = 0; i < QP_CONV_MAX_SPATIAL; i++) {
@@ -60,7 +60,7 @@ static bool is_pointwise(const struct qp_conv3 *c)
     return true;
 }
 
-static size_t conv_tile(const struct qp_conv_geom *g, const struct qp_conv3 *c)
+static size_t conv_tile(const struct qp_conv_nd *g, const struct qp_conv3 *c)
 {
     size_t k = g->in_c / g->groups * c->kvol;
     size_t t = k ? TILE_FLOATS / k : c->sout;
@@ -69,7 +69,7 @@ static size_t conv_tile(const struct qp_conv_geom *g, const struct qp_conv3 *c)
     return t < c->sout ? t : c->sout;
 }
 
-size_t qp_conv_f32_scratch_size(const struct qp_conv_geom *g)
+size_t qp_conv_f32_scratch_size(const struct qp_conv_nd *g)
 {
     struct qp_conv3 c;
     qp_conv3_from_geom(g, &c);
@@ -81,7 +81,7 @@ size_t qp_conv_f32_scratch_size(const struct qp_conv_geom *g)
 /* ---- depthwise: one output plane at a time ----------------------------- */
 
 struct dw_job {
-    const struct qp_conv_geom *g;
+    const struct qp_conv_nd *g;
     const struct qp_conv3 *c;
     const float *x, *w, *bias;
     float *y;
@@ -187,7 +187,7 @@ static void dw_plane2d(const struct qp_conv3 *c, const float *x, const float *w,
 static void dw_run(void *ctx, int t, int nt)
 {
     const struct dw_job *j = ctx;
-    const struct qp_conv_geom *g = j->g;
+    const struct qp_conv_nd *g = j->g;
     size_t planes = g->batch * g->out_c, b, e;
     size_t mult = g->out_c / g->groups; /* depth multiplier */
     qp_parallel_split(planes, t, nt, 1, &b, &e);
@@ -305,7 +305,7 @@ static void fill_bias(float *y, size_t channels, size_t plane,
             y[c * plane + i] = bias ? bias[c] : 0.0f;
 }
 
-void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_geom *g, const float *x, const float *w,
+void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x, const float *w,
                  const float *bias, float *y, float *scratch)
 {
     struct qp_conv3 c;
@@ -347,7 +347,7 @@ void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_geom *g, const float
 
 /* ---- transposed convolution ------------------------------------------- */
 
-static size_t convt_tile(const struct qp_conv_geom *g, const struct qp_conv3 *c)
+static size_t convt_tile(const struct qp_conv_nd *g, const struct qp_conv3 *c)
 {
     size_t rows = g->out_c / g->groups * c->kvol;
     size_t t = rows ? TILE_FLOATS / rows : c->sin;
@@ -356,7 +356,7 @@ static size_t convt_tile(const struct qp_conv_geom *g, const struct qp_conv3 *c)
     return t < c->sin ? t : c->sin;
 }
 
-size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_geom *g)
+size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_nd *g)
 {
     struct qp_conv3 c;
     qp_conv3_from_geom(g, &c);
@@ -408,7 +408,7 @@ static void c2i_run(void *ctx, int t, int nt)
         }
 }
 
-void qp_conv_transpose_f32(struct qp_pool *pool, const struct qp_conv_geom *g, const float *x,
+void qp_conv_transpose_f32(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x,
                            const float *w, const float *bias, float *y,
                            float *scratch)
 {

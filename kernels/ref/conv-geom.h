@@ -1,4 +1,4 @@
-/* kernels/ref/conv-geom.h: the 3-D form of struct qp_conv_geom shared by
+/* kernels/ref/conv-geom.h: the 3-D form of struct qp_conv_nd shared by
  * the float conv and pooling kernels (internal to kernels/). */
 #ifndef QP_KERNELS_REF_CONV_GEOM_H
 #define QP_KERNELS_REF_CONV_GEOM_H
@@ -11,7 +11,7 @@ struct qp_conv3 {
 };
 
 /* Leading spatial axes of extent 1 for nsp < 3. */
-void qp_conv3_from_geom(const struct qp_conv_geom *g, struct qp_conv3 *c);
+void qp_conv3_from_geom(const struct qp_conv_nd *g, struct qp_conv3 *c);
 
 /* [*lo, *hi): the i in [0, n) with 0 <= i*s + off < len (s >= 1). */
 void qp_conv3_range(int64_t n, int64_t s, int64_t off, int64_t len,

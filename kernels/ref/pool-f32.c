@@ -87,7 +87,7 @@ static void pool_run(void *ctx, int t, int nt)
         pool_plane(j, p);
 }
 
-static void pool(struct qp_pool *tp, const struct qp_conv_geom *g, const float *x, float *y,
+static void pool(struct qp_pool *tp, const struct qp_conv_nd *g, const float *x, float *y,
                  int64_t *idx, bool col_major, bool include_pad, bool is_max)
 {
     struct qp_conv3 c;
@@ -98,14 +98,14 @@ static void pool(struct qp_pool *tp, const struct qp_conv_geom *g, const float *
     qp_pool_run(tp, pool_run, &j, work < ((size_t)1 << 16) ? 1 : 0);
 }
 
-void qp_maxpool_f32(struct qp_pool *tp, const struct qp_conv_geom *g,
+void qp_maxpool_f32(struct qp_pool *tp, const struct qp_conv_nd *g,
                     const float *x, float *y, int64_t *indices,
                     bool col_major_indices)
 {
     pool(tp, g, x, y, indices, col_major_indices, false, true);
 }
 
-void qp_avgpool_f32(struct qp_pool *tp, const struct qp_conv_geom *g,
+void qp_avgpool_f32(struct qp_pool *tp, const struct qp_conv_nd *g,
                     const float *x, float *y, bool count_include_pad)
 {
     pool(tp, g, x, y, NULL, false, count_include_pad, false);
