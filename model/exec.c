@@ -182,13 +182,13 @@ static enum qp_status check_input_data(const struct qp_op_ctx *c,
 
 enum qp_status qp_exec_node(const struct qp_graph *g, int node,
                             const struct qp_tensor *const *in,
-                            struct qp_scratch *scratch, struct qp_tensor **out,
-                            struct qp_error *err)
+                            struct qp_scratch *scratch, struct qp_pool *pool,
+                            struct qp_tensor **out, struct qp_error *err)
 {
     const struct qp_node *n = &g->nodes[node];
     struct qp_scratch own = {0};
     struct qp_op_ctx c = {g, node, n, in, n->n_in, scratch ? scratch : &own,
-                          NULL};
+                          pool};
     for (int k = 0; k < n->n_out; k++)
         out[k] = NULL;
     enum qp_status st = check_input_data(&c, err);

@@ -72,12 +72,13 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
 
 /* One node on given inputs (in[k] for n->in[k]; NULL when absent):
  * infers, allocates and runs. out[k] receives new tensors named after the
- * output values (NULL for absent outputs). scratch may be NULL (then a
- * private one is used). For constant folding and tests. */
+ * output values (NULL for absent outputs). scratch and pool may be NULL
+ * (a private scratch; threads started per loop). For constant folding,
+ * the quantized modes' hooks and tests. */
 enum qp_status qp_exec_node(const struct qp_graph *g, int node,
                             const struct qp_tensor *const *in,
-                            struct qp_scratch *scratch, struct qp_tensor **out,
-                            struct qp_error *err);
+                            struct qp_scratch *scratch, struct qp_pool *pool,
+                            struct qp_tensor **out, struct qp_error *err);
 
 /* Scratch memory shared by the nodes of a run. */
 struct qp_scratch {

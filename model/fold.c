@@ -35,7 +35,7 @@ enum qp_status qp_graph_fold_constants(struct qp_graph *g, int *folded,
         if (!all_const)
             continue;
         struct qp_tensor *out[QP_OP_MAX_IO];
-        if ((st = qp_exec_node(g, i, in, NULL, out, err)))
+        if ((st = qp_exec_node(g, i, in, NULL, NULL, out, err)))
             break;
         for (int k = 0; k < n->n_out; k++) {
             int v = n->out[k];

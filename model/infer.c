@@ -39,7 +39,7 @@ static enum qp_status maybe_compute(struct state *s, int i,
         !(all_data || n->def->shape_only))
         return QP_OK;
     struct qp_tensor *out[QP_OP_MAX_IO];
-    enum qp_status st = qp_exec_node(s->g, i, in, NULL, out, err);
+    enum qp_status st = qp_exec_node(s->g, i, in, NULL, NULL, out, err);
     if (st)
         return st;
     for (int k = 0; k < n->n_out; k++) {
