@@ -79,6 +79,18 @@ enum qp_status qp_window_geom(const struct qp_op_ctx *c, const int64_t *in,
     return QP_OK;
 }
 
+void qp_conv_nd_to_s8(const struct qp_conv_nd *nd, struct qp_conv_geom *g)
+{
+    int h = nd->nsp == 2 ? 0 : -1, w = nd->nsp - 1; /* -1: extent 1 */
+    *g = (struct qp_conv_geom){
+        (size_t)(h < 0 ? 1 : nd->in[h]),       (size_t)nd->in[w],
+        (size_t)(h < 0 ? 1 : nd->kernel[h]),   (size_t)nd->kernel[w],
+        (size_t)(h < 0 ? 1 : nd->stride[h]),   (size_t)nd->stride[w],
+        (size_t)(h < 0 ? 1 : nd->dilation[h]), (size_t)nd->dilation[w],
+        (size_t)(h < 0 ? 0 : nd->pad[h]),      (size_t)nd->pad[w],
+        (size_t)(h < 0 ? 0 : nd->pad_end[h]),  (size_t)nd->pad_end[w]};
+}
+
 /* Spatial rank and kernel shape from the attribute or the weight. */
 static enum qp_status conv_kernel(const struct qp_op_ctx *c, int *nsp,
                                   int64_t *kernel, struct qp_error *err)

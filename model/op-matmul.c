@@ -32,14 +32,8 @@ static enum qp_status mm_shapes(const struct qp_op_ctx *c, struct mm *p,
     p->m = am;
     p->k = ak;
     p->n = bn;
-    memset(&p->a_b, 0, sizeof p->a_b);
-    memset(&p->b_b, 0, sizeof p->b_b);
-    p->a_b.ndim = a->ndim > 2 ? a->ndim - 2 : 0;
-    p->b_b.ndim = b->ndim > 2 ? b->ndim - 2 : 0;
-    memcpy(p->a_b.shape, a->shape, (size_t)p->a_b.ndim * sizeof(int64_t));
-    memcpy(p->b_b.shape, b->shape, (size_t)p->b_b.ndim * sizeof(int64_t));
-    const struct qp_tensor *ops[2] = {&p->a_b, &p->b_b};
-    enum qp_status st = qp_op_broadcast(c, ops, 2, &p->batch, err);
+    enum qp_status st = qp_op_batch_dims(c, a, b, &p->a_b, &p->b_b, &p->batch,
+                                         err);
     if (st)
         return st;
     *out = p->batch;

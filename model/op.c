@@ -13,6 +13,7 @@
 static const struct qp_op_def *const families[] = {
     qp_ops_binary, qp_ops_unary, qp_ops_conv,   qp_ops_pool,  qp_ops_matmul,
     qp_ops_norm,   qp_ops_shape, qp_ops_layout, qp_ops_resize, qp_ops_reduce,
+    qp_ops_quant,
 };
 
 const struct qp_op_def *qp_op_at(size_t i)
@@ -480,4 +481,20 @@ void qp_bcast_at(const struct qp_bcast *b, size_t o, int64_t *off)
     int64_t col = (int64_t)(o % b->inner);
     for (int k = 0; k < b->nops; k++)
         off[k] += col * b->stride[k][b->nd - 1];
+}
+
+enum qp_status qp_op_batch_dims(const struct qp_op_ctx *c,
+                                const struct qp_tensor *a,
+                                const struct qp_tensor *b, struct qp_tensor *ab,
+                                struct qp_tensor *bb, struct qp_tdesc *batch,
+                                struct qp_error *err)
+{
+    memset(ab, 0, sizeof *ab);
+    memset(bb, 0, sizeof *bb);
+    ab->ndim = a->ndim > 2 ? a->ndim - 2 : 0;
+    bb->ndim = b->ndim > 2 ? b->ndim - 2 : 0;
+    memcpy(ab->shape, a->shape, (size_t)ab->ndim * sizeof(int64_t));
+    memcpy(bb->shape, b->shape, (size_t)bb->ndim * sizeof(int64_t));
+    const struct qp_tensor *ops[2] = {ab, bb};
+    return qp_op_broadcast(c, ops, 2, batch, err);
 }

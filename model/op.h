@@ -100,7 +100,7 @@ const float *qp_attr_floats(const struct qp_node *n, const char *name,
 static inline const struct qp_tensor *qp_op_in(const struct qp_op_ctx *c,
                                                int i)
 {
-    return i < c->n_in ? c->in[i] : NULL;
+    return i >= 0 && i < c->n_in ? c->in[i] : NULL;
 }
 
 /* Normalizes axis (negative counts from the end) for rank ndim; fails
@@ -140,6 +140,15 @@ size_t qp_elem_size(enum qp_dtype dt);
 enum qp_status qp_op_broadcast(const struct qp_op_ctx *c,
                                const struct qp_tensor *const *ts, int n,
                                struct qp_tdesc *out, struct qp_error *err);
+
+/* Batch dims of a matrix product: ab and bb become descriptors of a's and
+ * b's dims but the last two (none for rank <= 2), batch their numpy
+ * broadcast. */
+enum qp_status qp_op_batch_dims(const struct qp_op_ctx *c,
+                                const struct qp_tensor *a,
+                                const struct qp_tensor *b, struct qp_tensor *ab,
+                                struct qp_tensor *bb, struct qp_tdesc *batch,
+                                struct qp_error *err);
 
 /* Checks that t broadcasts to exactly the shape of d (what names t). */
 enum qp_status qp_op_broadcasts_to(const struct qp_op_ctx *c, const char *what,
@@ -198,5 +207,6 @@ extern const struct qp_op_def qp_ops_shape[];
 extern const struct qp_op_def qp_ops_layout[];
 extern const struct qp_op_def qp_ops_resize[];
 extern const struct qp_op_def qp_ops_reduce[];
+extern const struct qp_op_def qp_ops_quant[];
 
 #endif

@@ -258,3 +258,28 @@ QP_TEST(ops_normalizations)
         one_end(&o);
     }
 }
+
+QP_TEST(ops_quantize_dequantize_linear)
+{
+    {
+        /* ONNX rounds half to even: 0.5 -> 0, 1.5 -> 2, 2.5 -> 2; then the
+         * zero point, and saturation */
+        struct qp_tensor *in[3] = {
+            TF32("x", 1, SHAPE(5), VALS(0.5, 1.5, 2.5, -0.5, 1000)),
+            TF32("s", 0, NULL, VALS(1)), tt("z", QP_DTYPE_I8, 0, NULL, VALS(3))};
+        RUN1("QuantizeLinear", 13, 3, in, (void)0);
+        CHECK_INT(o.out[0]->dtype, QP_DTYPE_I8);
+        CHECK_TENSOR(o.out[0], 1, SHAPE(5), VALS(3, 5, 5, 3, 127), 0);
+        one_end(&o);
+    }
+    {
+        /* per axis 1: scales 2 and 0.5, zero points 1 and -1 */
+        struct qp_tensor *in[3] = {
+            tt("x", QP_DTYPE_I8, 2, SHAPE(2, 2), VALS(1, 3, -1, 5)),
+            TF32("s", 1, SHAPE(2), VALS(2, 0.5)),
+            tt("z", QP_DTYPE_I8, 1, SHAPE(2), VALS(1, -1))};
+        RUN1("DequantizeLinear", 13, 3, in, (void)0);
+        CHECK_TENSOR(o.out[0], 2, SHAPE(2, 2), VALS(0, 2, -4, 3), 0);
+        one_end(&o);
+    }
+}
