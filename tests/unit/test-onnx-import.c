@@ -3,7 +3,7 @@
  * inlined, dynamic ones refused, unsupported operators and opsets named,
  * initializers shadowing inputs, BatchNormalization folding on import. */
 #include "model/onnx-import.h"
-#include "tests/unit/pbtest.h"
+#include "tests/unit/test-exec-onnx.h"
 #include "tests/unit/test-graph-util.h"
 
 enum { M_IR = 1, M_GRAPH = 7, M_OPSET = 8 };
@@ -20,22 +20,11 @@ static void tensor_f32(struct pbe *e, unsigned field, const char *name,
     pbe_msg(e, field, &t);
 }
 
-/* A float tensor ValueInfoProto with fixed dims. */
+/* A tensor ValueInfoProto with fixed dims. */
 static void value_f32(struct pbe *e, unsigned field, const char *name,
                       const int64_t *dims, int nd, int elem)
 {
-    struct pbe vi = {0}, tp = {0}, tt = {0}, sh = {0};
-    pbe_str(&vi, 1, name);
-    pbe_int(&tt, 1, elem);
-    for (int i = 0; i < nd; i++) {
-        struct pbe d = {0};
-        pbe_int(&d, 1, dims[i]);
-        pbe_msg(&sh, 1, &d);
-    }
-    pbe_msg(&tt, 2, &sh);
-    pbe_msg(&tp, 1, &tt);
-    pbe_msg(&vi, 2, &tp);
-    pbe_msg(e, field, &vi);
+    pb_value(e, field, name, elem, dims, nd);
 }
 
 static void node(struct pbe *g, const char *op, const char *name, int nin,
