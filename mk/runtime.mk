@@ -5,5 +5,6 @@
 # vectorizes almost nothing). -O3 keeps IEEE semantics (no -ffast-math;
 # -std=c11 keeps floating-point contraction off), so results do not change.
 RUNTIME_VEC_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,\
-    $(wildcard kernels/ref/*-f32.c) $(wildcard model/op-*.c))
+    $(wildcard kernels/ref/*-f32.c) $(wildcard model/op-*.c) \
+    $(wildcard model/qexec.c))
 $(RUNTIME_VEC_OBJS): XFLAGS := -O3
