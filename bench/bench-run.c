@@ -8,8 +8,10 @@
  * nodes from static shape inference, and the time those FLOPs (2 per MAC)
  * would take at the sgemm speed measured in the same process just before
  * (qp_blas_sgemm, 512x512x512, same threads): efficiency = that ideal time
- * / the forward time. Also the peak bytes of live activations (the
- * executor's own count) and the process's peak RSS.
+ * / the forward time. Then the int mode (w8c+a8t, tflite requantization,
+ * calibrated on the same input) time per image, and its ratio to fp32.
+ * Also the peak bytes of live activations (the executor's own count) and
+ * the process's peak RSS (both modes).
  *
  *   build/bench/bench-run [MODEL.onnx N,C,H,W]...
  */
@@ -26,6 +28,7 @@
 #include "model/exec.h"
 #include "model/infer.h"
 #include "model/onnx-import.h"
+#include "model/qplan.h"
 
 static double now(void)
 {
@@ -61,10 +64,52 @@ static double sgemm_gflops(void)
 }
 
 struct result {
-    double ms, gmacs, ideal_ms, gflops;
+    double ms, int_ms, gmacs, ideal_ms, gflops;
     double peak_act_mib;
     int unknown;
 };
+
+/* Best time per run of g on feed (hooks may be NULL), after a warm-up. */
+static int best_time(const struct qp_graph *g, const struct qp_tensor *const *feed,
+                     const struct qp_exec_hooks *h, double *best,
+                     struct qp_exec_stats *st, struct qp_error *err)
+{
+    struct qp_tensor *outs[8] = {0};
+    struct qp_exec_opts o = {NULL, NULL, NULL, h, NULL};
+    double spent = 0;
+    *best = 1e9;
+    for (int run = 0; run < 12 && (run < 4 || spent < 3.0); run++) {
+        double t0 = now();
+        if (qp_exec_run(g, feed, 1, &o, outs, st, err))
+            return 1;
+        double t = now() - t0;
+        spent += t;
+        if (run > 0 && t < *best) /* the first run warms up */
+            *best = t;
+        for (int k = 0; k < g->n_outputs && k < 8; k++)
+            qp_tensor_free(outs[k]);
+    }
+    return 0;
+}
+
+/* The int mode's best time: w8c+a8t, tflite, calibrated on feed. */
+static int int_time(const struct qp_graph *g, const struct qp_tensor *const *feed,
+                    double *best, struct qp_error *err)
+{
+    struct qp_scheme sc;
+    struct qp_qplan *p = NULL;
+    struct qp_qplan_opts o = {QP_MODE_INT, &sc, NULL, QP_RQ_TFLITE_DOUBLE};
+    struct qp_exec_hooks h;
+    int rc = 1;
+    if (!qp_scheme_parse("w8c+a8t", &sc, NULL, err) &&
+        !qp_qplan_new(g, &o, &p, err) && !qp_qplan_calibrate(p, feed, err) &&
+        !qp_qplan_finish(p, err)) {
+        qp_qplan_hooks(p, &h);
+        rc = best_time(g, feed, &h, best, NULL, err);
+    }
+    qp_qplan_free(p);
+    return rc;
+}
 
 static int bench_model(const char *path, const int64_t *shape, struct result *r)
 {
@@ -94,26 +139,16 @@ static int bench_model(const char *path, const int64_t *shape, struct result *r)
     for (size_t i = 0; i < qp_tensor_numel(x); i++)
         ((float *)x->data)[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
     const struct qp_tensor *feed[1] = {x};
-    struct qp_tensor **outs = calloc((size_t)g->n_outputs, sizeof *outs);
-    double best = 1e9, spent = 0;
+    double best, best_int;
     struct qp_exec_stats st = {0};
-    for (int run = 0; run < 12 && (run < 4 || spent < 3.0); run++) {
-        double t0 = now();
-        if (qp_exec_run(g, feed, 1, NULL, outs, &st, &err)) {
-            fprintf(stderr, "bench-run: %s: %s\n", path, err.msg);
-            free(outs);
-            goto out;
-        }
-        double t = now() - t0;
-        spent += t;
-        if (run > 0 && t < best) /* the first run warms up */
-            best = t;
-        for (int k = 0; k < g->n_outputs; k++)
-            qp_tensor_free(outs[k]);
+    if (best_time(g, feed, NULL, &best, &st, &err) ||
+        int_time(g, feed, &best_int, &err)) {
+        fprintf(stderr, "bench-run: %s: %s\n", path, err.msg);
+        goto out;
     }
-    free(outs);
     r->gflops = sgemm_gflops();
     r->ms = best * 1e3 / (double)shape[0];
+    r->int_ms = best_int * 1e3 / (double)shape[0];
     r->ideal_ms = 2.0 * r->gmacs / r->gflops * 1e3 / (double)shape[0];
     r->peak_act_mib = (double)st.peak_bytes / (1 << 20);
     rc = 0;
@@ -152,12 +187,13 @@ static int child_run(const char *label, const char *path, const int64_t *shape)
         return 1;
     }
     printf("%-4s [%lld,%lld,%lld,%lld] fp32 %8.2f ms/image | %.3f GMAC conv+matmul "
-           "-> %.2f ms at sgemm's %.1f GFLOP/s | efficiency %.2f | peak "
-           "activations %.1f MiB, peak RSS %.1f MiB%s\n",
+           "-> %.2f ms at sgemm's %.1f GFLOP/s | efficiency %.2f | int %8.2f "
+           "ms/image (%.2fx fp32) | peak activations %.1f MiB, peak RSS %.1f "
+           "MiB%s\n",
            label, (long long)shape[0], (long long)shape[1], (long long)shape[2],
            (long long)shape[3], r.ms, r.gmacs, r.ideal_ms, r.gflops,
-           r.ideal_ms / r.ms, r.peak_act_mib, (double)ru.ru_maxrss / 1024,
-           r.unknown ? " (some shapes unknown)" : "");
+           r.ideal_ms / r.ms, r.int_ms, r.int_ms / r.ms, r.peak_act_mib,
+           (double)ru.ru_maxrss / 1024, r.unknown ? " (some shapes unknown)" : "");
     return 0;
 }
 
