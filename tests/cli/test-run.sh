@@ -40,6 +40,10 @@ test_run_bad_files_fail_cleanly() {
     assert_contains err "graph input 'x' has shape [1,1,7,5], the model expects [3,4,5]"
     [ ! -e dump ] || fail "a partial dump was left"
     no_tmp_left .
+    # an integer tensor for a float input
+    assert_exit 1 "$QPROBE" run "$NODE/test_relu/model.onnx" \
+        --input "x=$NODE/test_gather_0/test_data_set_0/input_1.pb"
+    assert_contains err "is i64, the model's input 'x' is f32"
     # a model input no file gives
     assert_exit 1 "$QPROBE" run "$m/model.onnx" --input "$m/test_data_set_0/input_0.pb"
     assert_contains err "no file gives the model's input 'W' (use --input W=FILE)"

@@ -204,3 +204,41 @@ QP_TEST(onnx_import_initializer_inputs_and_batchnorm)
         qp_graph_free(g);
     }
 }
+
+QP_TEST(onnx_import_refuses_inputs_it_cannot_hold)
+{
+    struct qp_error err;
+    struct qp_graph *g = NULL;
+    /* a sequence input */
+    struct pbe gr = {0}, vi = {0}, tp = {0}, seq = {0}, et = {0}, tt = {0};
+    pbe_str(&vi, 1, "s");
+    pbe_int(&tt, 1, 1);
+    pbe_msg(&et, 1, &tt);     /* TypeProto.tensor_type */
+    pbe_msg(&seq, 1, &et);    /* Sequence.elem_type */
+    pbe_msg(&tp, 4, &seq);    /* TypeProto.sequence_type */
+    pbe_msg(&vi, 2, &tp);
+    pbe_msg(&gr, G_INPUT, &vi);
+    node(&gr, "Identity", "id", 1, IN("s"), "y", NULL);
+    value_f32(&gr, G_OUTPUT, "y", SHAPE(1), 1, 1);
+    struct pbe m = model(13, &gr);
+    CHECK_FAILS(import(&m, NULL, &g, &err), QP_E_UNSUPPORTED, &err,
+                "'m.onnx': graph input 's' is not a tensor");
+    /* a string input */
+    struct pbe g2 = {0};
+    value_f32(&g2, G_INPUT, "t", SHAPE(2), 1, 8);
+    node(&g2, "Identity", "id", 1, IN("t"), "y", NULL);
+    value_f32(&g2, G_OUTPUT, "y", SHAPE(2), 1, 8);
+    m = model(13, &g2);
+    CHECK_FAILS(import(&m, NULL, &g, &err), QP_E_UNSUPPORTED, &err,
+                "graph input 't': ");
+    /* more dims than a tensor holds */
+    struct pbe g3 = {0};
+    int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    value_f32(&g3, G_INPUT, "u", nine, 9, 1);
+    node(&g3, "Relu", "r", 1, IN("u"), "y", NULL);
+    value_f32(&g3, G_OUTPUT, "y", nine, 9, 1);
+    m = model(13, &g3);
+    CHECK_FAILS(import(&m, NULL, &g, &err), QP_E_UNSUPPORTED, &err,
+                "graph input 'u' has 9 dims, at most 8 are supported");
+    CHECK(g == NULL);
+}
