@@ -129,3 +129,34 @@ void qp_parallel_split(size_t n, int t, int nthreads, size_t align,
     *begin = b0 * align < n ? b0 * align : n;
     *end = b1 * align < n ? b1 * align : n;
 }
+
+/* ---- handles ------------------------------------------------------------ */
+
+struct qp_pool {
+    int n;
+};
+
+struct qp_pool *qp_pool_new(int nthreads)
+{
+    struct qp_pool *p = malloc(sizeof *p);
+    if (p)
+        p->n = nthreads <= 0 ? qp_parallel_threads() : nthreads;
+    return p;
+}
+
+void qp_pool_free(struct qp_pool *p)
+{
+    free(p);
+}
+
+int qp_pool_threads(const struct qp_pool *p)
+{
+    return p ? p->n : qp_parallel_threads();
+}
+
+void qp_pool_run(struct qp_pool *p, void (*fn)(void *ctx, int t, int nthreads),
+                 void *ctx, int nthreads)
+{
+    int cap = qp_pool_threads(p);
+    qp_parallel_run(fn, ctx, nthreads <= 0 || nthreads > cap ? cap : nthreads);
+}

@@ -21,6 +21,25 @@ int qp_parallel_threads(void);
 void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
                      int nthreads);
 
+/* An explicit handle on the pool's threads, for code that passes "the
+ * threads of this run" around (the model runtime). Jobs run as
+ * qp_parallel_run does, capped at the handle's thread count. NULL is
+ * accepted everywhere and means qp_parallel_threads() threads. The owner
+ * frees it with qp_pool_free. */
+struct qp_pool;
+
+/* nthreads <= 0: qp_parallel_threads(). NULL when out of memory. */
+struct qp_pool *qp_pool_new(int nthreads);
+void qp_pool_free(struct qp_pool *p);
+
+/* Threads of the handle (qp_parallel_threads() for NULL). */
+int qp_pool_threads(const struct qp_pool *p);
+
+/* qp_parallel_run(fn, ctx, n) with n = nthreads, capped at the handle's
+ * count (nthreads <= 0: the handle's count). */
+void qp_pool_run(struct qp_pool *p, void (*fn)(void *ctx, int t, int nthreads),
+                 void *ctx, int nthreads);
+
 /* The share [*begin, *end) of n items for thread t of nthreads, in
  * contiguous blocks aligned to `align` items (align >= 1). */
 void qp_parallel_split(size_t n, int t, int nthreads, size_t align,

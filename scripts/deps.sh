@@ -8,7 +8,8 @@ PKGS="build-essential pkg-config curl ca-certificates
 libopenblas-dev liblapacke-dev libhdf5-dev hdf5-tools libcjson-dev libcsv-dev
 libzip-dev zlib1g-dev gnuplot-nox
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
-libgemmlowp-dev libxnnpack-dev libpthreadpool-dev"
+libgemmlowp-dev libxnnpack-dev libpthreadpool-dev
+nodejs"
 
 missing=""
 for p in $PKGS; do

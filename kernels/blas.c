@@ -1,0 +1,112 @@
+/* kernels/blas.c: OpenBLAS behind qp_blas_* (see kernels/blas.h).
+ *
+ * Threading: OpenBLAS's own pool spins (sched_yield) between calls, which
+ * on a small machine shared with other work, or beside qprobe's own
+ * parallel loops, costs more than it gains. So OpenBLAS runs one thread
+ * per call and large products are split here into column (or row) blocks
+ * over core/parallel.h threads, each calling the single-threaded sgemm
+ * (OpenBLAS built with USE_THREAD is safe to call concurrently). */
+#include "kernels/blas.h"
+
+#include <cblas.h>
+
+#include "core/parallel.h"
+
+/* OpenBLAS's pool is started when the library loads; its threads spin
+ * for a while after each call. This export (what OpenBLAS's own fork
+ * handler calls) stops them; with one thread set, OpenBLAS never starts
+ * them again. Both calls are cheap once done. */
+int blas_thread_shutdown_(void);
+
+static void single_threaded_openblas(void)
+{
+    openblas_set_num_threads(1);
+    blas_thread_shutdown_();
+}
+
+/* Below this many multiply-adds one thread is faster. */
+#define PAR_MIN_MACS ((size_t)1 << 21)
+
+struct gemm {
+    bool ta, tb;
+    size_t m, n, k;
+    float alpha, beta;
+    const float *a, *b;
+    size_t lda, ldb, ldc;
+    float *c;
+    bool split_n;
+};
+
+static void sgemm1(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha,
+                   const float *a, size_t lda, const float *b, size_t ldb,
+                   float beta, float *c, size_t ldc)
+{
+    /* cblas requires leading dimensions >= the stored row length even
+     * where a dimension is 1 (any stride is then equivalent) */
+    size_t la = ta ? m : k, lb = tb ? k : n;
+    if (lda < la)
+        lda = la;
+    if (ldb < lb)
+        ldb = lb;
+    if (ldc < n)
+        ldc = n;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
+                (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
+                (blasint)ldc);
+}
+
+static void gemm_part(void *ctx, int t, int nt)
+{
+    const struct gemm *g = ctx;
+    size_t b, e;
+    if (g->split_n) {
+        /* columns [b, e) of op(B) and C */
+        qp_parallel_split(g->n, t, nt, 16, &b, &e);
+        if (b < e)
+            sgemm1(g->ta, g->tb, g->m, e - b, g->k, g->alpha, g->a, g->lda,
+                   g->tb ? g->b + b * g->ldb : g->b + b, g->ldb, g->beta,
+                   g->c + b, g->ldc);
+    } else {
+        /* rows [b, e) of op(A) and C */
+        qp_parallel_split(g->m, t, nt, 4, &b, &e);
+        if (b < e)
+            sgemm1(g->ta, g->tb, e - b, g->n, g->k, g->alpha,
+                   g->ta ? g->a + b : g->a + b * g->lda, g->lda, g->b, g->ldb,
+                   g->beta, g->c + b * g->ldc, g->ldc);
+    }
+}
+
+void qp_blas_sgemm(struct qp_pool *pool, bool trans_a, bool trans_b, size_t m,
+                   size_t n, size_t k,
+                   float alpha, const float *a, size_t lda, const float *b,
+                   size_t ldb, float beta, float *c, size_t ldc)
+{
+    if (m == 0 || n == 0)
+        return;
+    if (k == 0) {
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++)
+                c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return;
+    }
+    single_threaded_openblas();
+    int nt = qp_pool_threads(pool);
+    if (nt <= 1 || m * n * k < PAR_MIN_MACS || (n < 32 && m < 8)) {
+        sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        return;
+    }
+    struct gemm g = {trans_a, trans_b, m, n, k, alpha, beta, a, b,
+                     lda, ldb, ldc, c, n >= 32 * (size_t)nt};
+    qp_pool_run(pool, gemm_part, &g, nt);
+}
+
+int qp_blas_threads(void)
+{
+    return qp_parallel_threads();
+}
+
+const char *qp_blas_describe(void)
+{
+    return openblas_get_config();
+}

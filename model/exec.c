@@ -1,0 +1,464 @@
+/* model/exec.c: the graph executor (model/exec.h). */
+#include "model/exec.h"
+
+#include <fnmatch.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/parallel.h"
+
+/* ---- buffers ------------------------------------------------------------- */
+
+/* Freed activation buffers kept for reuse within one run: fresh large
+ * allocations come from mmap and fault every page in again, and a graph
+ * allocates and frees tensors of a few recurring sizes. A buffer is reused
+ * for a request between half its capacity and its capacity. The cache
+ * holds at most CACHE_SLOTS buffers and, beyond CACHE_MIN_BYTES, no more
+ * than half the bytes of live activations (oldest dropped first), so the
+ * peak stays within 1.5x the live set's. */
+#define CACHE_SLOTS 16
+#define CACHE_MIN_BYTES ((size_t)8 << 20)
+
+struct bufcache {
+    void *p[CACHE_SLOTS];
+    size_t cap[CACHE_SLOTS];
+    int n;
+    size_t bytes; /* capacity held */
+};
+
+static void *cache_get(struct bufcache *c, size_t n)
+{
+    int best = -1;
+    for (int i = 0; c && i < c->n; i++)
+        if (c->cap[i] >= n && c->cap[i] / 2 <= n &&
+            (best < 0 || c->cap[i] < c->cap[best]))
+            best = i;
+    if (best < 0)
+        return NULL;
+    void *p = c->p[best];
+    c->bytes -= c->cap[best];
+    c->n--;
+    c->p[best] = c->p[c->n];
+    c->cap[best] = c->cap[c->n];
+    return p;
+}
+
+static void cache_drop_oldest(struct bufcache *c)
+{
+    free(c->p[0]);
+    c->bytes -= c->cap[0];
+    c->n--;
+    memmove(c->p, c->p + 1, (size_t)c->n * sizeof c->p[0]);
+    memmove(c->cap, c->cap + 1, (size_t)c->n * sizeof c->cap[0]);
+}
+
+/* Keeps p; live is the bytes of live activations, which bound the cache. */
+static void cache_put(struct bufcache *c, void *p, size_t live)
+{
+    if (c->n == CACHE_SLOTS)
+        cache_drop_oldest(c);
+    c->p[c->n] = p;
+    c->cap[c->n] = malloc_usable_size(p);
+    c->bytes += c->cap[c->n++];
+    size_t limit = live / 2 > CACHE_MIN_BYTES ? live / 2 : CACHE_MIN_BYTES;
+    while (c->n && c->bytes > limit)
+        cache_drop_oldest(c);
+}
+
+static void cache_release(struct bufcache *c)
+{
+    for (int i = 0; i < c->n; i++)
+        free(c->p[i]);
+    c->n = 0;
+    c->bytes = 0;
+}
+
+/* A tensor with uninitialized owned data (from the cache when it fits). */
+static enum qp_status new_tensor(struct bufcache *c, const char *name,
+                                 const struct qp_tdesc *d, struct qp_tensor **out,
+                                 struct qp_error *err)
+{
+    enum qp_status st = qp_tensor_new_desc(name, d->dtype, d->ndim, d->shape, out,
+                                           err);
+    if (st)
+        return st;
+    struct qp_tensor *t = *out;
+    size_t n = t->nbytes ? t->nbytes : 1;
+    t->data = cache_get(c, n);
+    if (!t->data)
+        t->data = malloc(n);
+    if (!t->data) {
+        qp_tensor_free(t);
+        *out = NULL;
+        return qp_fail(err, QP_E_NOMEM, "tensor '%s': cannot allocate %zu bytes",
+                       name, n);
+    }
+    t->owns_data = true;
+    return QP_OK;
+}
+
+/* Frees t, keeping its buffer in c when c is non-NULL (live: the bytes of
+ * live activations). */
+static void free_tensor(struct bufcache *c, struct qp_tensor *t, size_t live)
+{
+    if (c && t && t->owns_data && t->data && !t->map) {
+        cache_put(c, t->data, live);
+        t->data = NULL;
+        t->owns_data = false;
+    }
+    qp_tensor_free(t);
+}
+
+void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes)
+{
+    struct qp_scratch *s = c->scratch;
+    if (!s)
+        return NULL;
+    if (bytes > s->cap) {
+        /* contents need not survive: free first to keep the peak low */
+        free(s->buf);
+        s->buf = malloc(bytes);
+        s->cap = s->buf ? bytes : 0;
+    }
+    return s->buf;
+}
+
+void qp_scratch_release(struct qp_scratch *s)
+{
+    free(s->buf);
+    s->buf = NULL;
+    s->cap = 0;
+}
+
+static const char *value_name(const struct qp_graph *g, int v)
+{
+    return v >= 0 ? g->values[v].name : "";
+}
+
+/* Infers and allocates the outputs of node c->node into out[]. */
+static enum qp_status alloc_outputs(const struct qp_op_ctx *c,
+                                    struct bufcache *cache,
+                                    struct qp_tensor **out,
+                                    struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    struct qp_tdesc desc[QP_OP_MAX_IO];
+    memset(desc, 0, sizeof desc);
+    enum qp_status st = n->def->infer(c, desc, err);
+    if (st)
+        return st;
+    for (int k = 0; k < n->n_out; k++) {
+        if (!qp_elem_size(desc[k].dtype))
+            return qp_op_fail(err, c, QP_E_UNSUPPORTED, "output %d would be "
+                              "%s, which the runtime does not handle", k,
+                              qp_dtype_name(desc[k].dtype));
+        st = new_tensor(cache, value_name(c->g, n->out[k]), &desc[k], &out[k],
+                        err);
+        if (st)
+            return qp_error_prefix(err, "%s", c->n->name);
+    }
+    return QP_OK;
+}
+
+static void free_outputs(struct qp_tensor **out, int n)
+{
+    for (int k = 0; k < n; k++) {
+        qp_tensor_free(out[k]);
+        out[k] = NULL;
+    }
+}
+
+static enum qp_status check_input_data(const struct qp_op_ctx *c,
+                                       struct qp_error *err)
+{
+    for (int k = 0; k < c->n_in; k++)
+        if (c->in[k] && !qp_elem_size(c->in[k]->dtype))
+            return qp_op_fail(err, c, QP_E_UNSUPPORTED, "input %d is %s, which "
+                              "the runtime does not handle", k,
+                              qp_dtype_name(c->in[k]->dtype));
+    return QP_OK;
+}
+
+enum qp_status qp_exec_node(const struct qp_graph *g, int node,
+                            const struct qp_tensor *const *in,
+                            struct qp_scratch *scratch, struct qp_pool *pool,
+                            struct qp_tensor **out, struct qp_error *err)
+{
+    const struct qp_node *n = &g->nodes[node];
+    struct qp_scratch own = {0};
+    struct qp_op_ctx c = {g, node, n, in, n->n_in, scratch ? scratch : &own,
+                          pool};
+    for (int k = 0; k < n->n_out; k++)
+        out[k] = NULL;
+    enum qp_status st = check_input_data(&c, err);
+    if (!st)
+        st = alloc_outputs(&c, NULL, out, err);
+    if (!st)
+        st = n->def->run(&c, out, err);
+    if (st)
+        free_outputs(out, n->n_out);
+    qp_scratch_release(&own);
+    return st;
+}
+
+/* ---- the run ----------------------------------------------------------- */
+
+struct run {
+    const struct qp_graph *g;
+    const struct qp_exec_opts *opts;
+    struct qp_tensor **live;   /* per value: tensor being computed with */
+    bool *owned;               /* live[v] is ours to free */
+    int *remaining;            /* consumers still to run */
+    size_t live_bytes, peak;
+    struct qp_scratch scratch;
+    struct bufcache cache;
+    struct qp_pool *pool;      /* threads shared by the nodes' loops */
+};
+
+static void track_peak(struct run *r)
+{
+    size_t now = r->live_bytes + r->scratch.cap + r->cache.bytes;
+    if (now > r->peak)
+        r->peak = now;
+}
+
+static void drop(struct run *r, int v)
+{
+    if (r->owned[v]) {
+        r->live_bytes -= r->live[v]->nbytes;
+        free_tensor(&r->cache, r->live[v], r->live_bytes);
+    }
+    r->live[v] = NULL;
+    r->owned[v] = false;
+}
+
+static enum qp_status capture(struct run *r, int v, struct qp_error *err)
+{
+    const struct qp_exec_opts *o = r->opts;
+    if (!o || !o->capture || !o->on_capture)
+        return QP_OK;
+    if (fnmatch(o->capture, r->g->values[v].name, 0) != 0)
+        return QP_OK;
+    return o->on_capture(o->capture_ctx, r->g, v, r->live[v], err);
+}
+
+static enum qp_status check_input(const struct qp_graph *g, int v,
+                                  const struct qp_tensor *t,
+                                  struct qp_error *err)
+{
+    const struct qp_value *val = &g->values[v];
+    char s0[128], s1[128];
+    if (!t || !t->data)
+        return qp_fail(err, QP_E_INVAL, "graph input '%s' has no data",
+                       val->name);
+    if (val->typed && t->dtype != val->dtype)
+        return qp_fail(err, QP_E_SHAPE, "graph input '%s' is %s, the model "
+                       "expects %s", val->name, qp_dtype_name(t->dtype),
+                       qp_dtype_name(val->dtype));
+    bool ok = !val->typed || t->ndim == val->ndim;
+    for (int d = 0; ok && val->typed && d < val->ndim; d++)
+        ok = val->shape[d] < 0 || val->shape[d] == t->shape[d];
+    if (!ok) {
+        qp_shape_str(t->ndim, t->shape, s0, sizeof s0);
+        qp_shape_str(val->ndim, val->shape, s1, sizeof s1);
+        return qp_fail(err, QP_E_SHAPE, "graph input '%s' has shape %s, the "
+                       "model expects %s (-1: any)", val->name, s0, s1);
+    }
+    return QP_OK;
+}
+
+/* Stores a new value: accounts, captures, and frees it at once when
+ * nothing will read it. */
+static enum qp_status publish(struct run *r, int v, struct qp_tensor *t,
+                              bool owned, struct qp_error *err)
+{
+    r->live[v] = t;
+    r->owned[v] = owned;
+    if (owned) {
+        r->live_bytes += t->nbytes;
+        track_peak(r);
+    }
+    r->remaining[v] = r->g->values[v].n_consumers;
+    enum qp_status st = capture(r, v, err);
+    if (!st && r->remaining[v] == 0 && !r->g->values[v].is_output)
+        drop(r, v);
+    return st;
+}
+
+static enum qp_status feed_inputs(struct run *r,
+                                  const struct qp_tensor *const *inputs,
+                                  struct qp_error *err)
+{
+    const struct qp_graph *g = r->g;
+    const struct qp_exec_hooks *h = r->opts ? r->opts->hooks : NULL;
+    for (int i = 0; i < g->n_inputs; i++) {
+        int v = g->inputs[i];
+        enum qp_status st = check_input(g, v, inputs[i], err);
+        if (st)
+            return st;
+        struct qp_tensor *t = (struct qp_tensor *)inputs[i];
+        if (h && h->on_input) {
+            struct qp_tensor *u = t;
+            if ((st = h->on_input(h->ctx, g, v, &u, err)))
+                return st;
+            if (u != t) {
+                if ((st = publish(r, v, u, true, err)))
+                    return st;
+                continue;
+            }
+        }
+        if ((st = publish(r, v, t, false, err)))
+            return st;
+    }
+    return QP_OK;
+}
+
+static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
+{
+    const struct qp_graph *g = r->g;
+    const struct qp_node *n = &g->nodes[node];
+    const struct qp_exec_hooks *h = r->opts ? r->opts->hooks : NULL;
+    const struct qp_tensor *in[QP_OP_MAX_IO];
+    struct qp_tensor *out[QP_OP_MAX_IO];
+    if (n->n_in > QP_OP_MAX_IO || n->n_out > QP_OP_MAX_IO)
+        return qp_fail(err, QP_E_UNSUPPORTED, "node '%s': more than %d inputs "
+                       "or outputs", n->name, QP_OP_MAX_IO);
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        in[k] = v < 0 ? NULL : g->values[v].konst ? g->values[v].konst
+                                                  : r->live[v];
+    }
+    struct qp_op_ctx c = {g, node, n, in, n->n_in, &r->scratch, r->pool};
+    memset(out, 0, sizeof out);
+    bool done = false;
+    enum qp_status st = check_input_data(&c, err);
+    if (!st && h && h->run_node)
+        st = h->run_node(h->ctx, &c, out, &done, err);
+    if (!st && !done) {
+        st = alloc_outputs(&c, &r->cache, out, err);
+        for (int k = 0; !st && k < n->n_out; k++)
+            r->live_bytes += out[k]->nbytes;
+        if (!st) {
+            st = n->def->run(&c, out, err);
+            track_peak(r); /* outputs, inputs and scratch all alive */
+        }
+        for (int k = 0; k < n->n_out; k++)
+            if (out[k])
+                r->live_bytes -= out[k]->nbytes;
+    }
+    for (int k = 0; !st && k < n->n_out; k++)
+        if (n->out[k] < 0) {
+            free_tensor(&r->cache, out[k], r->live_bytes);
+            out[k] = NULL;
+        }
+    if (!st && h && h->after_node)
+        st = h->after_node(h->ctx, &c, out, err);
+    for (int k = 0; k < n->n_out; k++) {
+        if (st || n->out[k] < 0) {
+            free_tensor(&r->cache, out[k], r->live_bytes);
+            continue;
+        }
+        if (!out[k]) {
+            st = qp_op_fail(err, &c, QP_E_INVAL, "output %d was not produced",
+                            k);
+            continue;
+        }
+        st = publish(r, n->out[k], out[k], true, err);
+    }
+    if (st)
+        return st;
+    /* inputs whose last consumer this was */
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        if (v < 0 || g->values[v].konst || !r->live[v])
+            continue;
+        bool first = true;
+        for (int j = 0; j < k; j++)
+            first &= n->in[j] != v;
+        if (first && --r->remaining[v] == 0 && !g->values[v].is_output)
+            drop(r, v);
+    }
+    return QP_OK;
+}
+
+static enum qp_status collect_outputs(struct run *r, struct qp_tensor **outputs,
+                                      struct qp_error *err)
+{
+    const struct qp_graph *g = r->g;
+    for (int k = 0; k < g->n_outputs; k++) {
+        int v = g->outputs[k];
+        const struct qp_tensor *t = g->values[v].konst ? g->values[v].konst
+                                                       : r->live[v];
+        enum qp_status st;
+        if (!t)
+            return qp_fail(err, QP_E_INVAL, "graph output '%s' was not "
+                           "computed", g->values[v].name);
+        /* an output listed twice, a constant or a borrowed input is copied */
+        bool dup = false;
+        for (int j = 0; j < k; j++)
+            dup |= g->outputs[j] == v;
+        if (r->owned[v] && !dup) {
+            outputs[k] = r->live[v];
+            r->owned[v] = false;
+            continue;
+        }
+        if ((st = qp_tensor_clone(t, &outputs[k], err)))
+            return st;
+    }
+    return QP_OK;
+}
+
+enum qp_status qp_exec_run(const struct qp_graph *g,
+                           const struct qp_tensor *const *inputs, int n_inputs,
+                           const struct qp_exec_opts *opts,
+                           struct qp_tensor **outputs,
+                           struct qp_exec_stats *stats, struct qp_error *err)
+{
+    if (!g->finalized)
+        return qp_fail(err, QP_E_INVAL, "graph '%s' is not finalized", g->name);
+    if (n_inputs != g->n_inputs)
+        return qp_fail(err, QP_E_INVAL, "graph '%s' has %d inputs, %d given",
+                       g->name, g->n_inputs, n_inputs);
+    struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}, {{0}, {0}, 0, 0},
+                    qp_pool_new(0)};
+    size_t nv = (size_t)(g->n_values ? g->n_values : 1);
+    r.live = calloc(nv, sizeof *r.live);
+    r.owned = calloc(nv, sizeof *r.owned);
+    r.remaining = calloc(nv, sizeof *r.remaining);
+    for (int k = 0; k < g->n_outputs; k++)
+        outputs[k] = NULL;
+    enum qp_status st = QP_OK;
+    if (!r.live || !r.owned || !r.remaining)
+        st = qp_fail(err, QP_E_NOMEM, "graph '%s': out of memory", g->name);
+    if (!st)
+        st = feed_inputs(&r, inputs, err);
+    size_t ran = 0;
+    const struct qp_progress *p = opts ? opts->progress : NULL;
+    for (int i = 0; !st && i < g->n_nodes; i++) {
+        st = run_one(&r, g->order[i], err);
+        ran++;
+        qp_progress_report(p, "run", ran, (uint64_t)g->n_nodes);
+    }
+    if (!st)
+        st = collect_outputs(&r, outputs, err);
+    if (st)
+        for (int k = 0; k < g->n_outputs; k++) {
+            qp_tensor_free(outputs[k]);
+            outputs[k] = NULL;
+        }
+    for (int v = 0; r.live && v < g->n_values; v++)
+        if (r.owned[v])
+            drop(&r, v);
+    if (stats) {
+        stats->peak_bytes = r.peak;
+        stats->nodes_run = ran;
+    }
+    qp_scratch_release(&r.scratch);
+    cache_release(&r.cache);
+    qp_pool_free(r.pool);
+    free(r.live);
+    free(r.owned);
+    free(r.remaining);
+    return st;
+}

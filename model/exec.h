@@ -1,0 +1,90 @@
+/* model/exec.h: runs a finalized graph.
+ *
+ * Nodes run in the graph's topological order. Each node's outputs are
+ * allocated from the shapes its operator infers from the actual inputs
+ * (so one graph runs any input size), and a value is freed as soon as its
+ * last consumer ran, unless it is a graph output: peak memory follows the
+ * live set, not the graph. Every graph input and node output whose name
+ * matches the capture glob is handed to a callback before it can be freed.
+ *
+ * Modes other than fp32 plug in through hooks: a node may be run by the
+ * hook instead of its float operator, and outputs may be rewritten (fake
+ * quantization, observers) before capture and before consumers see them. */
+#ifndef QP_MODEL_EXEC_H
+#define QP_MODEL_EXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/progress.h"
+#include "core/tensor.h"
+#include "model/graph.h"
+#include "model/op.h"
+
+struct qp_exec_hooks {
+    /* Called before node runs. May compute the outputs itself: then it
+     * stores new tensors (owned by the executor from then on) in out[k]
+     * for every k with n->out[k] >= 0 and sets *done. */
+    enum qp_status (*run_node)(void *ctx, const struct qp_op_ctx *c,
+                               struct qp_tensor **out, bool *done,
+                               struct qp_error *err);
+    /* Called after node ran, before capture: may modify out[k] in place
+     * or replace it (freeing the old tensor). out[k] is NULL for unused
+     * optional outputs. */
+    enum qp_status (*after_node)(void *ctx, const struct qp_op_ctx *c,
+                                 struct qp_tensor **out, struct qp_error *err);
+    /* Called for each graph input tensor before anything reads it, with
+     * the same contract as after_node (the input itself is borrowed: a
+     * hook that changes it must replace it with a new tensor). */
+    enum qp_status (*on_input)(void *ctx, const struct qp_graph *g, int value,
+                               struct qp_tensor **t, struct qp_error *err);
+    void *ctx;
+};
+
+struct qp_exec_opts {
+    /* fnmatch(3) glob on value names; NULL captures nothing, "*" all */
+    const char *capture;
+    /* receives captured tensors (borrowed: copy what must outlive the
+     * call); value is the id in g->values */
+    enum qp_status (*on_capture)(void *ctx, const struct qp_graph *g,
+                                 int value, const struct qp_tensor *t,
+                                 struct qp_error *err);
+    void *capture_ctx;
+    const struct qp_exec_hooks *hooks; /* NULL: plain fp32 */
+    const struct qp_progress *progress;
+};
+
+struct qp_exec_stats {
+    size_t peak_bytes;   /* most bytes of activations + scratch alive */
+    size_t nodes_run;
+};
+
+/* Runs g on inputs[i] for g->inputs[i] (n_inputs must equal
+ * g->n_inputs; tensors are borrowed). Dtypes must match the declared
+ * ones, and declared dims (>= 0) the actual ones. outputs[k] receives a
+ * new tensor for g->outputs[k] (the caller frees them); stats may be NULL.
+ * On failure no output is returned and every intermediate is freed. */
+enum qp_status qp_exec_run(const struct qp_graph *g,
+                           const struct qp_tensor *const *inputs, int n_inputs,
+                           const struct qp_exec_opts *opts,
+                           struct qp_tensor **outputs,
+                           struct qp_exec_stats *stats, struct qp_error *err);
+
+/* One node on given inputs (in[k] for n->in[k]; NULL when absent):
+ * infers, allocates and runs. out[k] receives new tensors named after the
+ * output values (NULL for absent outputs). scratch and pool may be NULL
+ * (a private scratch; threads started per loop). For constant folding,
+ * the quantized modes' hooks and tests. */
+enum qp_status qp_exec_node(const struct qp_graph *g, int node,
+                            const struct qp_tensor *const *in,
+                            struct qp_scratch *scratch, struct qp_pool *pool,
+                            struct qp_tensor **out, struct qp_error *err);
+
+/* Scratch memory shared by the nodes of a run. */
+struct qp_scratch {
+    void *buf;
+    size_t cap;
+};
+void qp_scratch_release(struct qp_scratch *s);
+
+#endif

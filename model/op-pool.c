@@ -1,0 +1,164 @@
+/* model/op-pool.c: MaxPool (with optional Indices), AveragePool,
+ * GlobalAveragePool and GlobalMaxPool over 1 to 3 spatial dims. Float
+ * pooling runs in f32 (kernels/conv-f32.h); 8-bit MaxPool goes through
+ * f32 too, which is exact for a maximum. */
+#include <math.h>
+#include <string.h>
+
+#include "model/op-conv.h"
+
+static const struct qp_attr_spec pool_attrs[] = {
+    {"auto_pad", QP_ATTR_STRING}, {"ceil_mode", QP_ATTR_INT},
+    {"count_include_pad", QP_ATTR_INT}, {"dilations", QP_ATTR_INTS},
+    {"kernel_shape", QP_ATTR_INTS}, {"pads", QP_ATTR_INTS},
+    {"storage_order", QP_ATTR_INT}, {"strides", QP_ATTR_INTS}, {NULL, 0}};
+
+static bool is_max(const struct qp_node *n)
+{
+    return strstr(n->op_type, "Max") != NULL;
+}
+
+static enum qp_status pool_check(const struct qp_op_ctx *c, struct qp_error *err)
+{
+    size_t n;
+    if (!qp_attr_ints(c->n, "kernel_shape", &n) || n < 1 ||
+        n > QP_CONV_MAX_SPATIAL)
+        return qp_op_fail(err, c, QP_E_FORMAT, "kernel_shape must give 1 to %d "
+                          "extents", QP_CONV_MAX_SPATIAL);
+    return QP_OK;
+}
+
+static enum qp_status pool_geom(const struct qp_op_ctx *c,
+                                struct qp_conv_nd *g, struct qp_error *err)
+{
+    const struct qp_tensor *x = c->in[0];
+    enum qp_dtype dt = x->dtype;
+    bool ok = dt == QP_DTYPE_F32 ||
+              (is_max(c->n) && (dt == QP_DTYPE_U8 || dt == QP_DTYPE_I8));
+    if (!ok)
+        return qp_op_fail(err, c, QP_E_UNSUPPORTED, "input is %s",
+                          qp_dtype_name(dt));
+    size_t nk;
+    const int64_t *ks = qp_attr_ints(c->n, "kernel_shape", &nk);
+    if (x->ndim != (int)nk + 2)
+        return qp_op_fail(err, c, QP_E_SHAPE, "input rank %d does not match "
+                          "kernel_shape's %zu spatial dims", x->ndim, nk);
+    for (size_t i = 0; i < nk; i++)
+        if (ks[i] < 1)
+            return qp_op_fail(err, c, QP_E_FORMAT, "kernel_shape must be >= 1");
+    g->batch = (size_t)x->shape[0];
+    g->in_c = g->out_c = (size_t)x->shape[1];
+    g->groups = 1;
+    return qp_window_geom(c, x->shape + 2, (int)nk, ks, QP_WINDOW_POOL, g, err);
+}
+
+static enum qp_status pool_infer(const struct qp_op_ctx *c,
+                                 struct qp_tdesc *out, struct qp_error *err)
+{
+    struct qp_conv_nd g;
+    enum qp_status st = pool_geom(c, &g, err);
+    if (st)
+        return st;
+    out[0].dtype = c->in[0]->dtype;
+    out[0].ndim = c->in[0]->ndim;
+    out[0].shape[0] = (int64_t)g.batch;
+    out[0].shape[1] = (int64_t)g.in_c;
+    for (int i = 0; i < g.nsp; i++)
+        out[0].shape[2 + i] = g.out[i];
+    if (c->n->n_out > 1) {
+        out[1] = out[0];
+        out[1].dtype = QP_DTYPE_I64;
+    }
+    return QP_OK;
+}
+
+static enum qp_status pool_run(const struct qp_op_ctx *c,
+                               struct qp_tensor *const *out,
+                               struct qp_error *err)
+{
+    struct qp_conv_nd g;
+    enum qp_status st = pool_geom(c, &g, err);
+    if (st)
+        return st;
+    const struct qp_tensor *x = c->in[0];
+    const float *xf = x->data;
+    float *yf = out[0]->data;
+    size_t nx = qp_tensor_numel(x), ny = qp_tensor_numel(out[0]);
+    if (x->dtype != QP_DTYPE_F32) {
+        float *buf = qp_op_scratch(c, (nx + ny) * sizeof(float));
+        if (!buf)
+            return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+        for (size_t i = 0; i < nx; i++)
+            buf[i] = (float)qp_elem_get_i64(x->dtype, x->data, i);
+        xf = buf;
+        yf = buf + nx;
+    }
+    if (is_max(c->n)) {
+        int64_t *idx = c->n->n_out > 1 && out[1] ? out[1]->data : NULL;
+        qp_maxpool_f32(c->pool, &g, xf, yf, idx, qp_attr_int(c->n, "storage_order", 0));
+    } else {
+        qp_avgpool_f32(c->pool, &g, xf, yf, qp_attr_int(c->n, "count_include_pad", 0));
+    }
+    if (x->dtype != QP_DTYPE_F32)
+        for (size_t i = 0; i < ny; i++)
+            qp_elem_set_i64(out[0]->dtype, out[0]->data, i, (int64_t)yf[i]);
+    return QP_OK;
+}
+
+/* ---- global pooling ---------------------------------------------------- */
+
+static enum qp_status global_infer(const struct qp_op_ctx *c,
+                                   struct qp_tdesc *out, struct qp_error *err)
+{
+    const struct qp_tensor *x = c->in[0];
+    enum qp_status st = qp_op_want_f32(c, 0, err);
+    if (st)
+        return st;
+    if (x->ndim < 3)
+        return qp_op_fail(err, c, QP_E_SHAPE, "input rank %d; at least 3 is "
+                          "needed", x->ndim);
+    qp_tdesc_of(x, out);
+    for (int i = 2; i < x->ndim; i++)
+        out->shape[i] = 1;
+    return QP_OK;
+}
+
+static enum qp_status global_run(const struct qp_op_ctx *c,
+                                 struct qp_tensor *const *out,
+                                 struct qp_error *err)
+{
+    (void)err;
+    const struct qp_tensor *x = c->in[0];
+    size_t planes = (size_t)(x->shape[0] * x->shape[1]);
+    size_t area = planes ? qp_tensor_numel(x) / planes : 0;
+    const float *xs = x->data;
+    float *ys = out[0]->data;
+    bool mx = is_max(c->n);
+    for (size_t p = 0; p < planes; p++) {
+        const float *v = xs + p * area;
+        if (mx) {
+            float m = -INFINITY;
+            for (size_t i = 0; i < area; i++)
+                m = v[i] > m ? v[i] : m;
+            ys[p] = m;
+        } else {
+            double s = 0.0;
+            for (size_t i = 0; i < area; i++)
+                s += v[i];
+            ys[p] = area ? (float)(s / (double)area) : 0.0f;
+        }
+    }
+    return QP_OK;
+}
+
+const struct qp_op_def qp_ops_pool[] = {
+    {"", "MaxPool", 1, 1, 1, 2, 0, false, false, pool_attrs, pool_check,
+     pool_infer, pool_run},
+    {"", "AveragePool", 1, 1, 1, 1, 0, false, false, pool_attrs, pool_check,
+     pool_infer, pool_run},
+    {"", "GlobalAveragePool", 1, 1, 1, 1, 0, false, false, NULL, NULL,
+     global_infer, global_run},
+    {"", "GlobalMaxPool", 1, 1, 1, 1, 0, false, false, NULL, NULL,
+     global_infer, global_run},
+    {NULL},
+};

@@ -1,0 +1,538 @@
+/* model/qexec.c: running a quantization plan (model/qplan.h): the fake
+ * mode's hooks, and the int mode's node computations on the integer
+ * kernels. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/op-conv.h"
+#include "model/op-quant.h"
+#include "model/qplan.h"
+#include "quant/qparams.h"
+
+/* ---- quantize / dequantize -------------------------------------------- */
+
+/* The loops of one rounding rule: y = x / s or x * (1 / s); NaN becomes
+ * lo = qmin - z (so qmin in the end); clamp to [qmin - z, qmax - z] in
+ * float; round without branches (the fraction of y is exact); add z. */
+#define QUANTIZE_LOOP(scaled, even)                                            \
+    for (size_t i = 0; i < n; i++) {                                           \
+        float y = (scaled);                                                    \
+        y = y != y ? lo : y;                                                   \
+        y = y < lo ? lo : y;                                                   \
+        y = y > hi ? hi : y;                                                   \
+        int32_t t = (int32_t)y;                                                \
+        float fr = y - (float)t;                                               \
+        int32_t odd = even ? t & 1 : 1;                                        \
+        int32_t up = (fr > 0.5f) | ((fr == 0.5f) & odd);                       \
+        int32_t down = (fr < -0.5f) | ((fr == -0.5f) & odd);                   \
+        q[i] = t + up - down + z;                                              \
+    }
+
+void qp_qplan_quantize_f32(enum qp_qa_flavor f, const float *x, size_t n,
+                           float s, int32_t z, int32_t qmin, int32_t qmax,
+                           int32_t *q)
+{
+    float lo = (float)((int64_t)qmin - z), hi = (float)((int64_t)qmax - z);
+    float inv = 1.0f / s;
+    bool mul = f == QP_QA_PYTORCH || f == QP_QA_XNNPACK;
+    if (f == QP_QA_TFLITE)
+        QUANTIZE_LOOP(x[i] / s, 0)
+    else if (mul)
+        QUANTIZE_LOOP(x[i] * inv, 1)
+    else
+        QUANTIZE_LOOP(x[i] / s, 1)
+}
+
+enum qp_status qp_qplan_quantize(const struct qp_qplan *p,
+                                 const struct qp_qval *v,
+                                 const struct qp_tensor *x, const char *name,
+                                 struct qp_tensor **out, struct qp_error *err)
+{
+    enum qp_status st = qp_tensor_new(name, v->dtype, x->ndim, x->shape, out, err);
+    int32_t q[1024];
+    size_t n = qp_tensor_numel(x);
+    for (size_t i = 0; !st && i < n; i += 1024) {
+        size_t k = n - i < 1024 ? n - i : 1024;
+        qp_qplan_quantize_f32(p->qa, (const float *)x->data + i, k, v->scale,
+                              v->zp, v->qmin, v->qmax, q);
+        if (v->dtype == QP_DTYPE_I8)
+            for (size_t j = 0; j < k; j++)
+                ((int8_t *)(*out)->data)[i + j] = (int8_t)q[j];
+        else /* u8 */
+            for (size_t j = 0; j < k; j++)
+                ((uint8_t *)(*out)->data)[i + j] = (uint8_t)q[j];
+    }
+    if (!st)
+        st = qp_tensor_set_qparams(*out, 1, &v->scale, &v->zp, -1, 0, err);
+    if (st) {
+        qp_tensor_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* x[n] <- dequantize(quantize(x)) with v's parameters, the dequantization
+ * as kernels/quantize-act.h's: ((float)q - (float)z) * s. */
+static enum qp_status fake_quantize(const struct qp_qplan *p,
+                                    const struct qp_qval *v, float *x, size_t n,
+                                    struct qp_error *err)
+{
+    (void)err;
+    int32_t q[1024];
+    float z = (float)v->zp;
+    for (size_t i = 0; i < n; i += 1024) {
+        size_t k = n - i < 1024 ? n - i : 1024;
+        qp_qplan_quantize_f32(p->qa, x + i, k, v->scale, v->zp, v->qmin, v->qmax,
+                              q);
+        for (size_t j = 0; j < k; j++)
+            x[i + j] = ((float)q[j] - z) * v->scale;
+    }
+    return QP_OK;
+}
+
+/* Dynamic per-token activations: each row (the last axis) quantized over
+ * its own range. */
+static void fake_dynamic(const struct qp_qplan *p, const struct qp_qval *v,
+                         struct qp_tensor *t)
+{
+    size_t row = t->ndim ? (size_t)t->shape[t->ndim - 1] : 1;
+    size_t n = qp_tensor_numel(t);
+    float *x = t->data;
+    for (size_t r = 0; row && r < n; r += row) {
+        float lo = 0, hi = 0;
+        for (size_t i = r; i < r + row; i++)
+            if (x[i] == x[i]) { /* NaN stays out of the range */
+                lo = x[i] < lo ? x[i] : lo;
+                hi = x[i] > hi ? x[i] : hi;
+            }
+        struct qp_qval dv = *v;
+        qp_qparams_from_range(&p->acts.f, p->round, lo, hi, &dv.scale, &dv.zp);
+        fake_quantize(p, &dv, x + r, row, NULL);
+    }
+}
+
+static enum qp_status fake_apply(const struct qp_qplan *p, int v,
+                                 struct qp_tensor *t, struct qp_error *err)
+{
+    if (!p->v[v].quant || p->v[v].inherited || t->dtype != QP_DTYPE_F32)
+        return QP_OK;
+    if (p->acts.dynamic) {
+        fake_dynamic(p, &p->v[v], t);
+        return QP_OK;
+    }
+    return fake_quantize(p, &p->v[v], t->data, qp_tensor_numel(t), err);
+}
+
+/* A float copy of quantized t (8-bit, per-tensor parameters):
+ * ((float)q - (float)z) * s, as kernels/quantize-act.h dequantizes. */
+static enum qp_status dequantize(const struct qp_tensor *t,
+                                 struct qp_tensor **out, struct qp_error *err)
+{
+    enum qp_status st = qp_tensor_new(t->name, QP_DTYPE_F32, t->ndim, t->shape,
+                                      out, err);
+    if (st)
+        return st;
+    size_t n = qp_tensor_numel(t);
+    float *y = (*out)->data;
+    const struct qp_qparams *qp = t->qp;
+    if (!qp || qp->count != 1 || (t->dtype != QP_DTYPE_I8 && t->dtype != QP_DTYPE_U8)) {
+        qp_tensor_read_f32(t, 0, n, y);
+        return QP_OK;
+    }
+    float s = qp->scale[0], z = qp->zero_point ? (float)qp->zero_point[0] : 0.0f;
+    if (t->dtype == QP_DTYPE_I8)
+        for (size_t i = 0; i < n; i++)
+            y[i] = ((float)((const int8_t *)t->data)[i] - z) * s;
+    else
+        for (size_t i = 0; i < n; i++)
+            y[i] = ((float)((const uint8_t *)t->data)[i] - z) * s;
+    return QP_OK;
+}
+
+static bool is_quantized(const struct qp_qplan *p, const struct qp_node *n,
+                         int k, const struct qp_tensor *t)
+{
+    return t && n->in[k] >= 0 && p->v[n->in[k]].quant && t->dtype != QP_DTYPE_F32;
+}
+
+static enum qp_status attach(const struct qp_qval *v, struct qp_tensor *t,
+                             struct qp_error *err)
+{
+    return qp_tensor_set_qparams(t, 1, &v->scale, &v->zp, -1, 0, err);
+}
+
+/* A new tensor for output k of c's node, of v's dtype and shape[nd]. */
+static enum qp_status new_out(const struct qp_op_ctx *c, int k,
+                              const struct qp_qval *v, int nd,
+                              const int64_t *shape, struct qp_tensor **out,
+                              struct qp_error *err)
+{
+    int id = c->n->out[k];
+    enum qp_status st = qp_tensor_new(id >= 0 ? c->g->values[id].name : "",
+                                      v->dtype, nd, shape, out, err);
+    if (!st && (st = attach(v, *out, err))) {
+        qp_tensor_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+/* ---- the float way and the integer way of generic operators --------------- */
+
+/* Dequantizes the quantized inputs, runs the float operator, quantizes the
+ * outputs that are quantized activations. */
+static enum qp_status run_float(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                struct qp_tensor **out, struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    const struct qp_qnode *q = &p->n[c->node];
+    const struct qp_tensor *in[QP_OP_MAX_IO];
+    struct qp_tensor *tmp[QP_OP_MAX_IO] = {0};
+    enum qp_status st = QP_OK;
+    for (int k = 0; k < c->n_in; k++) {
+        in[k] = c->in[k];
+        if (!st && is_quantized(p, n, k, c->in[k]) &&
+            !(st = dequantize(c->in[k], &tmp[k], err)))
+            in[k] = tmp[k];
+    }
+    if (q->wq) { /* a weighted layer the int kernels do not run */
+        in[1] = q->w_fake;
+        if (q->b_fake && c->n_in > 2 && in[2])
+            in[2] = q->b_fake;
+    }
+    if (!st)
+        st = qp_exec_node(c->g, c->node, in, c->scratch, c->pool, out, err);
+    for (int k = 0; !st && k < n->n_out; k++) {
+        int v = n->out[k];
+        if (v < 0 || !p->v[v].quant || !out[k] || out[k]->dtype != QP_DTYPE_F32)
+            continue;
+        struct qp_tensor *q;
+        if (!(st = qp_qplan_quantize(p, &p->v[v], out[k], out[k]->name, &q, err))) {
+            qp_tensor_free(out[k]);
+            out[k] = q;
+        }
+    }
+    for (int k = 0; k < c->n_in; k++)
+        qp_tensor_free(tmp[k]);
+    return st;
+}
+
+/* An operator that moves values, on the integers; outputs keep input 0's
+ * parameters. */
+static enum qp_status run_pass(struct qp_qplan *p, const struct qp_op_ctx *c,
+                               struct qp_tensor **out, struct qp_error *err)
+{
+    enum qp_status st = qp_exec_node(c->g, c->node, c->in, c->scratch, c->pool,
+                                     out, err);
+    for (int k = 0; !st && k < c->n->n_out; k++) {
+        int v = c->n->out[k];
+        if (v >= 0 && p->v[v].quant && out[k])
+            st = attach(&p->v[v], out[k], err);
+    }
+    return st;
+}
+
+/* ---- Conv ---------------------------------------------------------------- */
+
+static enum qp_status conv_prepare(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                   const struct qp_tensor *x,
+                                   struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    const struct qp_tensor *w = q->w_q;
+    struct qp_conv_nd nd;
+    int64_t kernel[2] = {w->shape[2], w->shape[3]};
+    enum qp_status st = qp_window_geom(c, x->shape + 2, 2, kernel, QP_WINDOW_CONV,
+                                       &nd, err);
+    if (st)
+        return st;
+    if (q->conv_ready)
+        qp_conv_s8_release(&q->conv);
+    q->conv_ready = false;
+    const struct qp_qval *vi = &p->v[c->n->in[0]];
+    struct qp_conv_s8_params cp = {
+        .layout = QP_CONV_NCHW,
+        .geom = {(size_t)x->shape[2], (size_t)x->shape[3], (size_t)kernel[0],
+                 (size_t)kernel[1], (size_t)nd.stride[0], (size_t)nd.stride[1],
+                 (size_t)nd.dilation[0], (size_t)nd.dilation[1], (size_t)nd.pad[0],
+                 (size_t)nd.pad[1], (size_t)nd.pad_end[0], (size_t)nd.pad_end[1]},
+        .in_c = (size_t)x->shape[1],
+        .out_c = (size_t)w->shape[0],
+        .groups = (size_t)qp_attr_int(c->n, "group", 1),
+        .in_dtype = vi->dtype,
+        .filter_dtype = w->dtype,
+        .input_zero_point = vi->zp,
+        .filter_zero_point = w->qp->zero_point,
+        .filter_zero_points = w->qp->zero_point ? w->qp->count : 0,
+        .bias = q->b_int,
+        .rq = &q->rq,
+    };
+    if ((st = qp_conv_s8_prepare(&q->conv, &cp, w->data, err)))
+        return qp_op_fail(err, c, st, "%s", err->msg);
+    q->conv_ready = true;
+    q->conv_h = (size_t)x->shape[2];
+    q->conv_w = (size_t)x->shape[3];
+    return QP_OK;
+}
+
+static enum qp_status run_conv(struct qp_qplan *p, const struct qp_op_ctx *c,
+                               struct qp_tensor **out, struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    const struct qp_tensor *x = c->in[0];
+    enum qp_status st;
+    if (x->ndim != 4 || x->shape[1] != q->w_q->shape[1] * qp_attr_int(c->n, "group", 1))
+        return qp_op_fail(err, c, QP_E_SHAPE, "input does not fit the weight");
+    if ((!q->conv_ready || q->conv_h != (size_t)x->shape[2] ||
+         q->conv_w != (size_t)x->shape[3]) &&
+        (st = conv_prepare(p, c, x, err)))
+        return st;
+    int64_t shape[4] = {x->shape[0], q->w_q->shape[0], (int64_t)q->conv.out_h,
+                        (int64_t)q->conv.out_w};
+    if ((st = new_out(c, 0, &p->v[c->n->out[0]], 4, shape, &out[0], err)))
+        return st;
+    size_t need = qp_conv_s8_scratch_size(&q->conv, (size_t)x->shape[0]);
+    void *scratch = need ? qp_op_scratch(c, need) : NULL;
+    if (need && !scratch)
+        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    return qp_conv_s8_run(&q->conv, x->data, (size_t)x->shape[0], out[0]->data,
+                          scratch, err);
+}
+
+/* ---- MatMul / Gemm --------------------------------------------------------- */
+
+/* C [rows, N] = requant(A [rows, K] . B^T) with the prepared gemm. */
+static enum qp_status gemm_rows(const struct qp_op_ctx *c, const struct qp_gemm_s8 *g,
+                                const void *a, size_t rows, void *y,
+                                struct qp_error *err)
+{
+    size_t need = qp_gemm_s8_scratch_size(g, rows);
+    void *scratch = need ? qp_op_scratch(c, need) : NULL;
+    if (need && !scratch)
+        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    return qp_gemm_s8_run(g, a, rows, g->k, y, g->n, scratch, err);
+}
+
+static enum qp_status run_const_matmul(struct qp_qplan *p,
+                                       const struct qp_op_ctx *c,
+                                       struct qp_tensor **out,
+                                       struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    const struct qp_tensor *a = c->in[0];
+    size_t k = q->gemm.k, n = q->gemm.n;
+    if (a->ndim < 1 || (size_t)a->shape[a->ndim - 1] != k ||
+        (!strcmp(c->n->op_type, "Gemm") && a->ndim != 2))
+        return qp_op_fail(err, c, QP_E_SHAPE, "input does not fit the weight");
+    int64_t shape[QP_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[a->ndim - 1] = (int64_t)n;
+    enum qp_status st = new_out(c, 0, &p->v[c->n->out[0]], a->ndim, shape,
+                                &out[0], err);
+    if (st)
+        return st;
+    size_t rows = k ? qp_tensor_numel(a) / k : 0;
+    return gemm_rows(c, &q->gemm, a->data, rows, out[0]->data, err);
+}
+
+/* Activation x activation. */
+static enum qp_status run_dyn_matmul(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                     struct qp_tensor **out, struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    const struct qp_qval *va = &p->v[c->n->in[0]], *vb = &p->v[c->n->in[1]];
+    struct qp_tdesc d;
+    enum qp_status st = qp_qlin_matmul_shape(c, c->in[0], c->in[1], &d, err);
+    if (st || (st = new_out(c, 0, &p->v[c->n->out[0]], d.ndim, d.shape, &out[0],
+                            err)))
+        return st;
+    struct qp_qlin ql = {c->in[0], c->in[1], NULL, va->zp, &vb->zp, 1, &q->rq};
+    return qp_qlin_matmul(c, &ql, out[0], err);
+}
+
+/* ---- Add ------------------------------------------------------------------ */
+
+static enum qp_status run_add(struct qp_qplan *p, const struct qp_op_ctx *c,
+                              struct qp_tensor **out, struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    const struct qp_qval *v1 = &p->v[n->in[0]], *v2 = &p->v[n->in[1]];
+    const struct qp_qval *vo = &p->v[n->out[0]];
+    struct qp_tdesc od;
+    enum qp_status st = qp_op_broadcast(c, c->in, 2, &od, err);
+    if (st || (st = new_out(c, 0, vo, od.ndim, od.shape, &out[0], err)))
+        return st;
+    bool done;
+    struct qp_qside a = {v1->scale, v1->zp}, b = {v2->scale, v2->zp};
+    struct qp_qside y = {vo->scale, vo->zp};
+    st = qp_qadd(c, p->flavor, c->in[0], a, c->in[1], b, y, out[0], &done, err);
+    if (st || done)
+        return st;
+    qp_tensor_free(out[0]); /* a float flavor: the add in float */
+    out[0] = NULL;
+    return run_float(p, c, out, err);
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+enum qp_status qp_qplan_run_int(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                struct qp_tensor **out, struct qp_error *err)
+{
+    for (int k = 0; k < c->n->n_out; k++)
+        out[k] = NULL;
+    enum qp_status st;
+    switch (p->n[c->node].kind) {
+    case QP_QK_CONV: st = run_conv(p, c, out, err); break;
+    case QP_QK_GEMM:
+    case QP_QK_MATMUL:
+        st = p->n[c->node].gemm_ready ? run_const_matmul(p, c, out, err)
+                                      : run_dyn_matmul(p, c, out, err);
+        break;
+    case QP_QK_ADD: st = run_add(p, c, out, err); break;
+    case QP_QK_PASS: st = run_pass(p, c, out, err); break;
+    default: st = run_float(p, c, out, err); break;
+    }
+    if (st)
+        for (int k = 0; k < c->n->n_out; k++) {
+            qp_tensor_free(out[k]);
+            out[k] = NULL;
+        }
+    return st;
+}
+
+/* ---- int preparation ------------------------------------------------------- */
+
+static enum qp_status prepare_node(struct qp_qplan *p, int i, struct qp_error *err)
+{
+    const struct qp_graph *g = p->g;
+    const struct qp_node *n = &g->nodes[i];
+    struct qp_qnode *q = &p->n[i];
+    if (q->kind != QP_QK_CONV && q->kind != QP_QK_MATMUL && q->kind != QP_QK_GEMM)
+        return QP_OK;
+    const struct qp_qval *vi = &p->v[n->in[0]], *vo = &p->v[n->out[0]];
+    const float *ws = q->wq ? q->w_q->qp->scale : &p->v[n->in[1]].scale;
+    size_t nws = q->wq ? q->w_q->qp->count : 1;
+    enum qp_status st = qp_rq_prepare_scales(&q->rq, p->flavor, vi->scale, ws, nws,
+                                             vo->scale, vo->zp, vo->dtype,
+                                             vo->qmin, vo->qmax, err);
+    if (st)
+        return st;
+    q->rq_ready = true;
+    if (q->kind == QP_QK_CONV || !q->wq)
+        return QP_OK;
+    /* a constant weight: [N, K] rows for the gemm */
+    const struct qp_tensor *w = q->w_q;
+    bool rows_are_n = !strcmp(n->op_type, "Gemm") && qp_attr_int(n, "transB", 0);
+    size_t kk = (size_t)w->shape[rows_are_n ? 1 : 0];
+    size_t nn = (size_t)w->shape[rows_are_n ? 0 : 1];
+    uint8_t *bt = malloc(kk && nn ? kk * nn : 1);
+    if (!bt)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    for (size_t r = 0; r < kk; r++)
+        for (size_t j = 0; j < nn; j++)
+            bt[j * kk + r] = rows_are_n ? ((const uint8_t *)w->data)[j * kk + r]
+                                        : ((const uint8_t *)w->data)[r * nn + j];
+    q->kernel_weight = bt;
+    struct qp_gemm_s8_params gp = {
+        .n = nn, .k = kk, .a_dtype = vi->dtype, .b_dtype = w->dtype,
+        .a_zero_point = vi->zp, .b_zero_point = w->qp->zero_point,
+        .b_zero_points = w->qp->zero_point ? w->qp->count : 0,
+        .bias = q->b_int, .rq = &q->rq};
+    if ((st = qp_gemm_s8_prepare(&q->gemm, &gp, bt, kk, err)))
+        return st;
+    q->gemm_ready = true;
+    return QP_OK;
+}
+
+enum qp_status qp_qplan_prepare_int(struct qp_qplan *p, struct qp_error *err)
+{
+    char lab[256];
+    for (int i = 0; i < p->g->n_nodes; i++) {
+        enum qp_status st = prepare_node(p, i, err);
+        if (st)
+            return qp_error_prefix(err, "%s: ",
+                                   qp_node_label(p->g, i, lab, sizeof lab));
+    }
+    return QP_OK;
+}
+
+/* ---- hooks ------------------------------------------------------------------ */
+
+static enum qp_status fake_on_input(void *ctx, const struct qp_graph *g, int v,
+                                    struct qp_tensor **t, struct qp_error *err)
+{
+    struct qp_qplan *p = ctx;
+    (void)g;
+    if (!p->v[v].quant)
+        return QP_OK;
+    struct qp_tensor *c;
+    enum qp_status st = qp_tensor_clone(*t, &c, err);
+    if (!st && (st = fake_apply(p, v, c, err)))
+        qp_tensor_free(c);
+    if (!st)
+        *t = c;
+    return st;
+}
+
+/* Weighted layers run on their dequantized weights and rounded bias. */
+static enum qp_status fake_run_node(void *ctx, const struct qp_op_ctx *c,
+                                    struct qp_tensor **out, bool *done,
+                                    struct qp_error *err)
+{
+    struct qp_qplan *p = ctx;
+    const struct qp_qnode *q = &p->n[c->node];
+    if (!q->wq)
+        return QP_OK;
+    const struct qp_tensor *in[QP_OP_MAX_IO];
+    memcpy(in, c->in, (size_t)c->n_in * sizeof *in);
+    in[1] = q->w_fake;
+    if (q->b_fake && c->n_in > 2 && in[2])
+        in[2] = q->b_fake;
+    *done = true;
+    return qp_exec_node(c->g, c->node, in, c->scratch, c->pool, out, err);
+}
+
+static enum qp_status fake_after(void *ctx, const struct qp_op_ctx *c,
+                                 struct qp_tensor **out, struct qp_error *err)
+{
+    struct qp_qplan *p = ctx;
+    for (int k = 0; k < c->n->n_out; k++) {
+        int v = c->n->out[k];
+        enum qp_status st = v >= 0 && out[k] ? fake_apply(p, v, out[k], err) : QP_OK;
+        if (st)
+            return st;
+    }
+    return QP_OK;
+}
+
+static enum qp_status int_on_input(void *ctx, const struct qp_graph *g, int v,
+                                   struct qp_tensor **t, struct qp_error *err)
+{
+    struct qp_qplan *p = ctx;
+    if (!p->v[v].quant)
+        return QP_OK;
+    return qp_qplan_quantize(p, &p->v[v], *t, g->values[v].name, t, err);
+}
+
+static enum qp_status int_run_node(void *ctx, const struct qp_op_ctx *c,
+                                   struct qp_tensor **out, bool *done,
+                                   struct qp_error *err)
+{
+    *done = true;
+    return qp_qplan_run_int(ctx, c, out, err);
+}
+
+void qp_qplan_hooks(struct qp_qplan *p, struct qp_exec_hooks *h)
+{
+    memset(h, 0, sizeof *h);
+    h->ctx = p;
+    if (p->mode == QP_MODE_INT) {
+        h->on_input = int_on_input;
+        h->run_node = int_run_node;
+    } else {
+        h->on_input = fake_on_input;
+        h->run_node = fake_run_node;
+        h->after_node = fake_after;
+    }
+}

@@ -1,0 +1,429 @@
+/* model/qplan.c: planning the quantized modes: layer schemes, weights,
+ * calibration, activation parameters, biases (model/qplan.h). The
+ * execution hooks are in model/qexec.c. */
+#include "model/qplan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/qparams.h"
+#include "quant/rtn.h"
+
+const char *qp_run_mode_name(enum qp_run_mode m)
+{
+    static const char *const names[] = {"fp32", "fake", "int"};
+    _Static_assert(sizeof names / sizeof names[0] == QP_MODE_COUNT, "modes");
+    return (unsigned)m < QP_MODE_COUNT ? names[m] : "?";
+}
+
+bool qp_run_mode_from_name(const char *name, enum qp_run_mode *out)
+{
+    for (int m = 0; m < QP_MODE_COUNT; m++)
+        if (!strcmp(name, qp_run_mode_name((enum qp_run_mode)m))) {
+            *out = (enum qp_run_mode)m;
+            return true;
+        }
+    return false;
+}
+
+static bool is_op(const struct qp_node *n, const char *op)
+{
+    return !n->domain[0] && !strcmp(n->op_type, op);
+}
+
+/* Operators whose output values are input 0's, moved: they keep its
+ * parameters. */
+static bool moves_values(const struct qp_node *n)
+{
+    static const char *const ops[] = {"Reshape", "Flatten", "Squeeze",
+                                      "Unsqueeze", "Transpose", "Identity",
+                                      "Dropout", "Slice", "Split", "Gather",
+                                      "MaxPool"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (is_op(n, ops[i]))
+            return true;
+    return is_op(n, "Resize") &&
+           !strcmp(qp_attr_str(n, "mode", "nearest"), "nearest");
+}
+
+/* ---- weights ---------------------------------------------------------- */
+
+/* Weighted layers: the weight input's layout for per-channel scales. */
+static bool weighted(const struct qp_graph *g, const struct qp_node *n,
+                     enum qp_wlayout *layout)
+{
+    if (n->n_in < 2 || n->in[1] < 0)
+        return false;
+    const struct qp_tensor *w = g->values[n->in[1]].konst;
+    if (!w || w->dtype != QP_DTYPE_F32 || w->ndim < 2)
+        return false;
+    if (is_op(n, "Conv") || is_op(n, "ConvTranspose"))
+        *layout = QP_WLAYOUT_TORCH;
+    else if (is_op(n, "MatMul"))
+        *layout = QP_WLAYOUT_KERAS; /* [.., K, N]: N is the output */
+    else if (is_op(n, "Gemm"))
+        *layout = qp_attr_int(n, "transB", 0) ? QP_WLAYOUT_TORCH
+                                              : QP_WLAYOUT_KERAS;
+    else
+        return false;
+    return true;
+}
+
+/* The rule name of a weight: a BatchNorm-folded "W:bn" is "W". */
+static void rule_name(const char *name, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", name);
+    size_t n = strlen(buf);
+    if (n > 3 && !strcmp(buf + n - 3, ":bn"))
+        buf[n - 3] = '\0';
+}
+
+static enum qp_status quantize_weight(struct qp_qplan *p, int i,
+                                      enum qp_wlayout layout,
+                                      const struct qp_wscheme *ws,
+                                      struct qp_error *err)
+{
+    const struct qp_graph *g = p->g;
+    struct qp_qnode *q = &p->n[i];
+    const struct qp_tensor *w = g->values[g->nodes[i].in[1]].konst;
+    struct qp_wquant_opts o = {p->round, layout};
+    enum qp_status st = qp_rtn_quantize(w, ws, &o, &q->w_q, err);
+    if (!st)
+        st = qp_tensor_new(w->name, QP_DTYPE_F32, w->ndim, w->shape, &q->w_fake,
+                           err);
+    if (st)
+        return st;
+    qp_tensor_read_f32(q->w_q, 0, qp_tensor_numel(w), q->w_fake->data);
+    q->wq = true;
+    q->ws = *ws;
+    int oa, ia;
+    qp_wlayout_axes(layout, w->ndim, &oa, &ia);
+    q->out_c = oa >= 0 ? (size_t)w->shape[oa] : 1;
+    return QP_OK;
+}
+
+/* The weight scheme of node i, or NULL when it stays float. */
+static const struct qp_wscheme *layer_scheme(const struct qp_qplan *p,
+                                             const struct qp_qplan_opts *o,
+                                             const char *weight)
+{
+    if (o->scheme)
+        return &o->scheme->w;
+    char name[512];
+    rule_name(weight, name, sizeof name);
+    const struct qp_recipe_rule *r = qp_recipe_lookup(o->recipe, name);
+    (void)p;
+    return r && !r->fp32 ? &r->scheme.w : NULL;
+}
+
+/* ---- node kinds and values --------------------------------------------- */
+
+static bool int_weights(const struct qp_qnode *q)
+{
+    return q->wq && q->ws.f.bits == 8 && q->ws.gran != QP_GRAN_GROUP;
+}
+
+/* The int mode's way for node i; v[] of its inputs must be set. */
+static enum qp_qkind node_kind(const struct qp_qplan *p, int i)
+{
+    const struct qp_graph *g = p->g;
+    const struct qp_node *n = &g->nodes[i];
+    const struct qp_qnode *q = &p->n[i];
+    bool in0 = n->n_in > 0 && n->in[0] >= 0 && p->v[n->in[0]].quant;
+    bool in1 = n->n_in > 1 && n->in[1] >= 0 && p->v[n->in[1]].quant;
+    bool out0 = p->has_acts && n->n_out > 0 && n->out[0] >= 0 &&
+                p->v[n->out[0]].f32;
+    if (!in0)
+        return QP_QK_FLOAT;
+    int wrank = q->wq ? q->w_q->ndim : 0;
+    if (out0 && is_op(n, "Conv") && int_weights(q) && wrank == 4)
+        return QP_QK_CONV;
+    if (out0 && is_op(n, "MatMul") && ((int_weights(q) && wrank == 2) || in1))
+        return QP_QK_MATMUL;
+    const struct qp_tensor *cc = n->n_in > 2 && n->in[2] >= 0
+                                     ? g->values[n->in[2]].konst : NULL;
+    bool bias_ok = n->n_in < 3 || n->in[2] < 0 ||
+                   (cc && (qp_tensor_numel(cc) == q->out_c ||
+                           qp_tensor_numel(cc) == 1) && cc->ndim <= 1);
+    if (out0 && is_op(n, "Gemm") && int_weights(q) && bias_ok &&
+        !qp_attr_int(n, "transA", 0) && qp_attr_float(n, "alpha", 1.0f) == 1.0f &&
+        qp_attr_float(n, "beta", 1.0f) == 1.0f)
+        return QP_QK_GEMM;
+    if (out0 && is_op(n, "Add") && in1)
+        return QP_QK_ADD;
+    if (moves_values(n) && !is_op(n, "Resize"))
+        return QP_QK_PASS;
+    return QP_QK_FLOAT;
+}
+
+static bool activation(const struct qp_graph *g, int v)
+{
+    const struct qp_value *val = &g->values[v];
+    return !val->konst && (val->producer >= 0 || val->is_input);
+}
+
+/* Marks the quantized activations (the float ones calibration saw) in
+ * topological order, with the values PASS-like nodes inherit, and each
+ * node's int-mode kind. */
+static void plan_values(struct qp_qplan *p)
+{
+    const struct qp_graph *g = p->g;
+    for (int k = 0; k < g->n_inputs; k++) {
+        int v = g->inputs[k];
+        p->v[v].quant = p->has_acts && p->v[v].f32;
+    }
+    for (int oi = 0; oi < g->n_nodes; oi++) {
+        int i = g->order[oi];
+        const struct qp_node *n = &g->nodes[i];
+        bool inherit = moves_values(n) && n->n_in > 0 && n->in[0] >= 0 &&
+                       p->v[n->in[0]].quant;
+        p->n[i].kind = node_kind(p, i);
+        for (int k = 0; k < n->n_out; k++) {
+            int v = n->out[k];
+            if (v < 0)
+                continue;
+            p->v[v].quant = p->has_acts && p->v[v].f32 && activation(g, v);
+            p->v[v].inherited = p->v[v].quant && inherit && k == 0;
+        }
+    }
+}
+
+/* ---- creation ------------------------------------------------------------- */
+
+void qp_qplan_free(struct qp_qplan *p)
+{
+    if (!p)
+        return;
+    const struct qp_graph *g = p->g;
+    for (int i = 0; p->n && i < g->n_nodes; i++) {
+        struct qp_qnode *q = &p->n[i];
+        qp_tensor_free(q->w_q);
+        qp_tensor_free(q->w_fake);
+        qp_tensor_free(q->b_fake);
+        free(q->b_int);
+        free(q->kernel_weight);
+        qp_rq_release(&q->rq);
+        if (q->gemm_ready)
+            qp_gemm_s8_release(&q->gemm);
+        if (q->conv_ready)
+            qp_conv_s8_release(&q->conv);
+    }
+    for (int v = 0; p->obs && v < g->n_values; v++)
+        qp_observer_free(p->obs[v]);
+    free(p->obs);
+    free(p->v);
+    free(p->n);
+    free(p);
+}
+
+/* Weight rounding of a requantization flavor's runtime family. */
+static enum qp_round flavor_round(enum qp_rq_flavor f)
+{
+    switch (f) {
+    case QP_RQ_ONNX_REF:
+    case QP_RQ_ORT:
+    case QP_RQ_XNNPACK_FP32:
+    case QP_RQ_XNNPACK_RNDNU: return QP_ROUND_HALF_EVEN;
+    default: return QP_ROUND_HALF_AWAY;
+    }
+}
+
+static enum qp_status check_int(const struct qp_qplan *p, struct qp_error *err)
+{
+    if (!p->has_acts)
+        return qp_fail(err, QP_E_UNSUPPORTED, "int mode needs activations in "
+                       "the scheme (e.g. w8c+a8t)");
+    if (p->acts.f.bits != 8 || p->acts.dynamic)
+        return qp_fail(err, QP_E_UNSUPPORTED, "int mode runs 8-bit static "
+                       "per-tensor activations ('a8t' or 'a8tz')");
+    char lab[256];
+    for (int i = 0; i < p->g->n_nodes; i++) {
+        const struct qp_qnode *q = &p->n[i];
+        if (q->wq && !int_weights(q))
+            return qp_fail(err, QP_E_UNSUPPORTED, "%s: int mode runs 8-bit "
+                           "per-tensor or per-channel weights, not w%u%s",
+                           qp_node_label(p->g, i, lab, sizeof lab), q->ws.f.bits,
+                           q->ws.gran == QP_GRAN_GROUP ? " group-wise" : "");
+    }
+    return QP_OK;
+}
+
+enum qp_status qp_qplan_new(const struct qp_graph *g,
+                            const struct qp_qplan_opts *o,
+                            struct qp_qplan **out, struct qp_error *err)
+{
+    *out = NULL;
+    if (!o->scheme == !o->recipe)
+        return qp_fail(err, QP_E_INVAL, "quantized run: give a scheme or a "
+                       "recipe");
+    struct qp_qplan *p = calloc(1, sizeof *p);
+    if (!p)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    p->g = g;
+    p->mode = o->mode;
+    p->flavor = o->flavor;
+    p->qa = qp_qa_for_requant(o->flavor);
+    p->round = flavor_round(o->flavor);
+    size_t nv = (size_t)(g->n_values ? g->n_values : 1);
+    p->v = calloc(nv, sizeof *p->v);
+    p->n = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *p->n);
+    p->obs = calloc(nv, sizeof *p->obs);
+    enum qp_status st = QP_OK;
+    if (!p->v || !p->n || !p->obs)
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
+    const struct qp_scheme *acts_from =
+        o->scheme ? o->scheme
+                  : o->recipe->has_default && !o->recipe->def.fp32
+                        ? &o->recipe->def.scheme : NULL;
+    p->has_acts = acts_from && acts_from->has_acts;
+    if (p->has_acts)
+        p->acts = acts_from->a;
+    char lab[256];
+    for (int i = 0; !st && i < g->n_nodes; i++) {
+        enum qp_wlayout layout;
+        if (!weighted(g, &g->nodes[i], &layout))
+            continue;
+        const struct qp_wscheme *ws =
+            layer_scheme(p, o, g->values[g->nodes[i].in[1]].name);
+        if (ws && (st = quantize_weight(p, i, layout, ws, err)))
+            qp_error_prefix(err, "%s: ", qp_node_label(g, i, lab, sizeof lab));
+    }
+    if (st) {
+        qp_qplan_free(p);
+        return st;
+    }
+    *out = p;
+    return QP_OK;
+}
+
+/* ---- calibration ---------------------------------------------------------- */
+
+/* Every float activation gets an observer the first time it is seen. */
+static enum qp_status observe(void *ctx, const struct qp_graph *g, int v,
+                              const struct qp_tensor *t, struct qp_error *err)
+{
+    struct qp_qplan *p = ctx;
+    if (t->dtype != QP_DTYPE_F32 || !activation(g, v))
+        return QP_OK;
+    p->v[v].f32 = true;
+    if (!p->has_acts || p->acts.dynamic) /* dynamic: ranges at run time */
+        return QP_OK;
+    if (!p->obs[v]) {
+        struct qp_observer_opts oo = qp_observer_opts_from_scheme(&p->acts);
+        enum qp_status st = qp_observer_new(&oo, &p->obs[v], err);
+        if (st)
+            return st;
+    }
+    return qp_observer_add(p->obs[v], t->data, qp_tensor_numel(t), err);
+}
+
+enum qp_status qp_qplan_calibrate(struct qp_qplan *p,
+                                  const struct qp_tensor *const *inputs,
+                                  struct qp_error *err)
+{
+    const struct qp_graph *g = p->g;
+    struct qp_tensor **outs = calloc((size_t)(g->n_outputs ? g->n_outputs : 1),
+                                     sizeof *outs);
+    if (!outs)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    struct qp_exec_opts eo = {"*", observe, p, NULL, NULL};
+    enum qp_status st = qp_exec_run(g, inputs, g->n_inputs, &eo, outs, NULL, err);
+    for (int k = 0; k < g->n_outputs; k++)
+        qp_tensor_free(outs[k]);
+    free(outs);
+    if (!st)
+        p->calib_batches++;
+    return st;
+}
+
+/* ---- finishing ------------------------------------------------------------ */
+
+static enum qp_status act_params(struct qp_qplan *p, int v, struct qp_error *err)
+{
+    struct qp_qval *q = &p->v[v];
+    float lo, hi;
+    enum qp_status st = qp_observer_range(p->obs[v], &p->acts.f, p->round, &lo,
+                                          &hi, err);
+    if (st)
+        return qp_error_prefix(err, "activation '%s': ", p->g->values[v].name);
+    qp_qparams_from_range(&p->acts.f, p->round, lo, hi, &q->scale, &q->zp);
+    q->dtype = qp_qformat_dtype(&p->acts.f);
+    qp_qformat_range(&p->acts.f, &q->qmin, &q->qmax);
+    return QP_OK;
+}
+
+/* Bias of weighted node i on the int32 grid of in_scale * w_scale[c]. */
+static enum qp_status round_bias(struct qp_qplan *p, int i, struct qp_error *err)
+{
+    const struct qp_graph *g = p->g;
+    const struct qp_node *n = &g->nodes[i];
+    struct qp_qnode *q = &p->n[i];
+    int bi = n->n_in > 2 ? n->in[2] : -1;
+    const struct qp_tensor *b = bi >= 0 ? g->values[bi].konst : NULL;
+    if (!q->wq || n->in[0] < 0 || !p->v[n->in[0]].quant || p->acts.dynamic)
+        return QP_OK;
+    if (bi >= 0 && (!b || b->dtype != QP_DTYPE_F32 ||
+                    (qp_tensor_numel(b) != q->out_c && qp_tensor_numel(b) != 1)))
+        return QP_OK; /* a bias the kernels do not take: left in float */
+    const struct qp_qparams *wp = q->w_q->qp;
+    q->b_int = calloc(q->out_c, sizeof *q->b_int);
+    if (!q->b_int)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    int64_t shape[1] = {(int64_t)q->out_c};
+    enum qp_status st = qp_tensor_new(b ? b->name : "bias", QP_DTYPE_F32, 1, shape,
+                                      &q->b_fake, err);
+    if (st)
+        return st;
+    double s_in = p->v[n->in[0]].scale;
+    for (size_t c = 0; c < q->out_c; c++) {
+        double s = s_in * wp->scale[wp->count == 1 ? 0 : c];
+        double bv = b ? ((const float *)b->data)[qp_tensor_numel(b) == 1 ? 0 : c] : 0;
+        double r = round(bv / s); /* half away from zero, as TFLite */
+        if (r > INT32_MAX || r < INT32_MIN)
+            r = r > 0 ? INT32_MAX : INT32_MIN;
+        q->b_int[c] = (int32_t)r;
+        ((float *)q->b_fake->data)[c] = (float)(r * s);
+    }
+    return QP_OK;
+}
+
+enum qp_status qp_qplan_finish(struct qp_qplan *p, struct qp_error *err)
+{
+    const struct qp_graph *g = p->g;
+    if (!p->calib_batches)
+        return qp_fail(err, QP_E_INVAL, "the quantized modes need a "
+                       "calibration run first");
+    plan_values(p);
+    enum qp_status st = p->mode == QP_MODE_INT ? check_int(p, err) : QP_OK;
+    for (int v = 0; !st && v < g->n_values; v++) {
+        if (!p->v[v].quant || p->v[v].inherited)
+            continue;
+        if (p->acts.dynamic) { /* the format only; scales per row at run time */
+            p->v[v].dtype = qp_qformat_dtype(&p->acts.f);
+            qp_qformat_range(&p->acts.f, &p->v[v].qmin, &p->v[v].qmax);
+            continue;
+        }
+        st = act_params(p, v, err);
+    }
+    /* inherited parameters, in topological order */
+    for (int oi = 0; !st && oi < g->n_nodes; oi++) {
+        const struct qp_node *n = &g->nodes[g->order[oi]];
+        for (int k = 0; k < n->n_out; k++) {
+            int v = n->out[k];
+            if (v < 0 || !p->v[v].inherited)
+                continue;
+            struct qp_qval keep = p->v[n->in[0]];
+            keep.inherited = true;
+            p->v[v] = keep;
+        }
+    }
+    for (int i = 0; !st && i < g->n_nodes; i++)
+        st = round_bias(p, i, err);
+    if (!st && p->mode == QP_MODE_INT)
+        st = qp_qplan_prepare_int(p, err);
+    if (!st)
+        p->finished = true;
+    return st;
+}

