@@ -67,10 +67,31 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* A forked child has none of the parent's workers: it starts over with an
+ * empty pool (and fresh locks, which a parent thread may have held). */
+static void reset_in_child(void)
+{
+    pthread_mutex_init(&pool.busy, NULL);
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_cond_init(&pool.start, NULL);
+    pthread_cond_init(&pool.done, NULL);
+    pool.workers = 0;
+    pool.pending = 0;
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, reset_in_child);
+}
+
 /* Starts workers up to want (called with busy held). Returns how many
  * exist. */
 static int grow(int want)
 {
+    if (pool.workers < want)
+        pthread_once(&atfork_once, register_atfork);
     while (pool.workers < want) {
         pthread_t th;
         pthread_mutex_lock(&pool.lock);

@@ -3,7 +3,8 @@
  * The thread count is QP_THREADS from the environment when set (>= 1),
  * otherwise the number of online CPUs. Workers start on first use and
  * sleep between calls. One call runs on the pool at a time; a nested or
- * concurrent call runs its shares on the calling thread. */
+ * concurrent call runs its shares on the calling thread. A child process
+ * made by fork() starts with an empty pool of its own. */
 #ifndef QP_CORE_PARALLEL_H
 #define QP_CORE_PARALLEL_H
 

@@ -2,6 +2,8 @@
  * quantization-parameter reads, permutation, atomic outputs. */
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/dtype.h"
@@ -415,4 +417,37 @@ QP_TEST(read_f32_matches_elementwise_dequantization_in_random_chunks)
                 }
             qp_tensor_free(t);
         }
+}
+
+static void count_share(void *p, int t, int nt)
+{
+    (void)nt;
+    __atomic_add_fetch((int *)p + t, 1, __ATOMIC_RELAXED);
+}
+
+QP_TEST(parallel_pool_works_in_a_forked_child)
+{
+    int hits[2] = {0, 0};
+    qp_parallel_run(count_share, hits, 2); /* the parent's pool has a worker */
+    CHECK(hits[0] == 1 && hits[1] == 1);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int h[3] = {0, 0, 0};
+        qp_parallel_run(count_share, h, 3); /* would hang on the parent's state */
+        _exit(h[0] == 1 && h[1] == 1 && h[2] == 1 ? 0 : 1);
+    }
+    int status = 0;
+    for (int i = 0; i < 500; i++) { /* up to 5 s */
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            break;
+        usleep(10000);
+        if (i == 499) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            qp_test_failf(ctx, __FILE__, __LINE__, "child hung in qp_parallel_run");
+            return;
+        }
+    }
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
