@@ -13,11 +13,13 @@
 
 #include "analysis/diff-report.h"
 #include "analysis/metrics.h"
+#include "core/strmap.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "formats/csv.h"
 #include "formats/dump.h"
 #include "formats/npy.h"
+#include "formats/onnx.h"
 #include "quant/recipe.h"
 #include "quant/rtn.h"
 
@@ -35,8 +37,10 @@ static const struct qp_cli_opt opts[] = {
                                  "(repeatable)"},
     {"exclude", 0, true, "GLOB", "never quantize tensors matching GLOB "
                                  "(repeatable)"},
-    {"layout", 0, true, "L", "weight layout: torch ([out,in], OIHW; default), "
-                             "tflite (OHWI), keras ([in,out], HWIO)"},
+    {"layout", 0, true, "L", "weight layout of every tensor: torch ([out,in], "
+                             "OIHW), tflite (OHWI), keras ([in,out], HWIO), io "
+                             "([in,out,...]); default: read from the graph for "
+                             ".onnx models, else torch"},
     {"round", 0, true, "MODE", "half-away (default) or half-even"},
     {"calib", 0, true, "X", "calibration data, for activation-aware methods "
                             "(not available yet)"},
@@ -73,6 +77,8 @@ struct quantize {
     size_t ninc, nexc;
     bool fake, quiet;
     struct qp_wquant_opts wq;
+    bool layout_given;         /* --layout: one layout for every tensor */
+    struct qp_strmap layouts;  /* else, for .onnx: weight name -> layout */
     struct qp_scheme scheme;
     struct qp_recipe *recipe;
     struct qp_dump *in;
@@ -100,6 +106,57 @@ static bool any_match(const char *const *globs, size_t n, const char *name)
         if (qp_recipe_glob_match(globs[i], name))
             return true;
     return false;
+}
+
+/* Weight layouts from an ONNX model's graph: the operator that reads a
+ * tensor as its weight says which axis is the output (e.g. PaddlePaddle
+ * exports MatMul weights as [in, out]). A tensor read in two layouts is
+ * left to the default. */
+static enum qp_status onnx_layouts(struct quantize *q, struct qp_error *err)
+{
+    struct qp_onnx_model *m;
+    enum qp_status st = qp_onnx_load(q->model, &m, err);
+    if (st)
+        return st;
+    const struct qp_onnx_graph *g = m->graph;
+    struct qp_strmap clash = {0};
+    for (size_t i = 0; i < g->n_nodes && !st; i++) {
+        const struct qp_onnx_node *n = &g->nodes[i];
+        int64_t tb = 0;
+        enum qp_wlayout l;
+        if (n->n_inputs < 2 || !*n->inputs[1] ||
+            !qp_onnx_domain_is_default(n->domain) ||
+            (!strcmp(n->op_type, "Gemm") &&
+             (st = qp_onnx_attr_int(n, "transB", 0, &tb, err))) ||
+            !qp_wlayout_of_onnx_op(n->op_type, tb != 0, &l))
+            continue;
+        size_t have;
+        if (!qp_strmap_get(&q->layouts, n->inputs[1], &have))
+            st = qp_strmap_put(&q->layouts, n->inputs[1], (size_t)l, NULL, err);
+        else if (have != (size_t)l)
+            st = qp_strmap_put(&clash, n->inputs[1], 0, NULL, err);
+    }
+    /* drop the names read in two layouts: rebuild without them */
+    struct qp_strmap keep = {0};
+    for (size_t i = 0; i < q->layouts.cap && !st; i++)
+        if (q->layouts.keys[i] && !qp_strmap_get(&clash, q->layouts.keys[i], NULL))
+            st = qp_strmap_put(&keep, q->layouts.keys[i], q->layouts.values[i],
+                               NULL, err);
+    qp_strmap_release(&q->layouts);
+    q->layouts = keep;
+    qp_strmap_release(&clash);
+    qp_onnx_model_free(m);
+    return st;
+}
+
+/* The quantizer options for tensor name: its graph layout when known. */
+static struct qp_wquant_opts opts_for(const struct quantize *q, const char *name)
+{
+    struct qp_wquant_opts o = q->wq;
+    size_t l;
+    if (!q->layout_given && qp_strmap_get(&q->layouts, name, &l))
+        o.layout = (enum qp_wlayout)l;
+    return o;
 }
 
 /* The scheme for entry e, or NULL to copy it as it is. */
@@ -142,7 +199,7 @@ static int check_plan(const struct quantize *q)
         struct qp_qgeom g;
         struct qp_error err;
         if (qp_qgeom_init(&g, e->ndim, e->shape, s->w.gran, s->w.group,
-                          q->wq.layout, &err))
+                          opts_for(q, e->name).layout, &err))
             return qp_cli_fail(&err);
         char shape[128];
         qp_shape_str(e->ndim, e->shape, shape, sizeof shape);
@@ -255,7 +312,8 @@ static enum qp_status one(struct quantize *q, size_t i, struct qp_error *err)
     const struct qp_scheme *s = pick(q, t);
     const struct qp_tensor *out = t;
     if (s) {
-        st = qp_rtn_quantize(t, &s->w, &q->wq, &qt, err);
+        struct qp_wquant_opts o = opts_for(q, t->name);
+        st = qp_rtn_quantize(t, &s->w, &o, &qt, err);
         if (!st && q->fake &&
             !(st = qp_tensor_new(t->name, QP_DTYPE_F32, t->ndim, t->shape, &fake,
                                  err)))
@@ -316,6 +374,9 @@ static int run(struct quantize *q)
     }
     if (qp_dump_open(q->model, QP_DUMP_AUTO, &q->in, &err))
         return qp_cli_fail(&err);
+    if (!q->layout_given && q->in->format == QP_DUMP_ONNX &&
+        onnx_layouts(q, &err))
+        return qp_cli_fail(&err);
     if (qp_dump_writer_open(q->out, QP_DUMP_AUTO, &q->w, &err))
         return qp_cli_fail(&err);
     int rc = check_plan(q);
@@ -332,7 +393,9 @@ static int run(struct quantize *q)
     if (qp_dump_writer_set_meta(q->w, "quantize:round",
                                 qp_round_name(q->wq.round), &err) ||
         qp_dump_writer_set_meta(q->w, "quantize:layout",
-                                qp_wlayout_name(q->wq.layout), &err) ||
+                                q->layouts.count ? "onnx-graph"
+                                                 : qp_wlayout_name(q->wq.layout),
+                                &err) ||
         (q->fake && qp_dump_writer_set_meta(q->w, "quantize:fake", "1", &err)))
         return qp_cli_fail(&err);
     struct qp_progress p = qp_cli_progress(q->quiet);
@@ -387,9 +450,10 @@ int cmd_quantize(int argc, char **argv)
         case O_INCLUDE: rc = push_glob(&q.include, &q.ninc, arg); break;
         case O_EXCLUDE: rc = push_glob(&q.exclude, &q.nexc, arg); break;
         case O_LAYOUT:
+            q.layout_given = true;
             if (!qp_wlayout_from_name(arg, &q.wq.layout))
-                rc = qp_cli_usage(&cli, "--layout must be torch, tflite or "
-                                        "keras, not '%s'", arg);
+                rc = qp_cli_usage(&cli, "--layout must be torch, tflite, "
+                                        "keras or io, not '%s'", arg);
             break;
         case O_ROUND:
             if (!qp_round_from_name(arg, &q.wq.round))
@@ -429,6 +493,7 @@ int cmd_quantize(int argc, char **argv)
     qp_dump_writer_abort(q.w);
     qp_csv_abort(q.rep);
     qp_dump_close(q.in);
+    qp_strmap_release(&q.layouts);
     qp_recipe_free(q.recipe);
     free(q.include);
     free(q.exclude);

@@ -100,7 +100,7 @@ void qp_qparams_from_range(const struct qp_qformat *f, enum qp_round r,
 
 /* ---- layouts ------------------------------------------------------------ */
 
-static const char *const wlayout_names[] = {"torch", "tflite", "keras"};
+static const char *const wlayout_names[] = {"torch", "tflite", "keras", "io"};
 _Static_assert(sizeof wlayout_names / sizeof wlayout_names[0] == QP_WLAYOUT_COUNT,
                "wlayout_names must cover every layout");
 
@@ -115,6 +115,22 @@ bool qp_wlayout_from_name(const char *name, enum qp_wlayout *out)
     if (i >= 0)
         *out = (enum qp_wlayout)i;
     return i >= 0;
+}
+
+bool qp_wlayout_of_onnx_op(const char *op_type, bool trans_b,
+                           enum qp_wlayout *out)
+{
+    if (!strcmp(op_type, "Conv"))
+        *out = QP_WLAYOUT_TORCH;
+    else if (!strcmp(op_type, "ConvTranspose"))
+        *out = QP_WLAYOUT_IO;
+    else if (!strcmp(op_type, "MatMul"))
+        *out = QP_WLAYOUT_KERAS;
+    else if (!strcmp(op_type, "Gemm"))
+        *out = trans_b ? QP_WLAYOUT_TORCH : QP_WLAYOUT_KERAS;
+    else
+        return false;
+    return true;
 }
 
 void qp_wlayout_axes(enum qp_wlayout l, int ndim, int *out_axis, int *in_axis)
@@ -132,6 +148,10 @@ void qp_wlayout_axes(enum qp_wlayout l, int ndim, int *out_axis, int *in_axis)
     case QP_WLAYOUT_KERAS:
         *out_axis = ndim - 1;
         *in_axis = ndim - 2;
+        break;
+    case QP_WLAYOUT_IO:
+        *out_axis = 1;
+        *in_axis = 0;
         break;
     default:
         *out_axis = 0;

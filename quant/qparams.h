@@ -86,12 +86,20 @@ enum qp_wlayout {
     QP_WLAYOUT_TORCH = 0, /* [out, in, ...]: linear [O,I], conv OIHW (ONNX) */
     QP_WLAYOUT_TFLITE,    /* [out, ..., in]: linear [O,I], conv OHWI */
     QP_WLAYOUT_KERAS,     /* [..., in, out]: dense [I,O], conv HWIO */
+    QP_WLAYOUT_IO,        /* [in, out, ...]: ONNX MatMul B [K,N], ConvTranspose
+                           * IOHW */
     QP_WLAYOUT_COUNT
 };
 
 /* "torch" / "tflite" / "keras". */
 const char *qp_wlayout_name(enum qp_wlayout l);
 bool qp_wlayout_from_name(const char *name, enum qp_wlayout *out);
+
+/* The layout of an ONNX operator's weight input (input 1): Conv's W is
+ * torch (OIHW), ConvTranspose's W io (IOHW), MatMul's B keras ([.., K, N]),
+ * Gemm's B torch with transB, else keras. False for other operators. */
+bool qp_wlayout_of_onnx_op(const char *op_type, bool trans_b,
+                           enum qp_wlayout *out);
 
 /* Output and input axes of a tensor of rank ndim under layout l. Rank 0
  * and 1 have no output axis (-1) and input axis ndim - 1 (-1 for rank 0). */

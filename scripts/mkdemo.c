@@ -23,6 +23,12 @@
  *       safetensors, npz, h5, npy-dir, pb-dir, raw-dir; default from DST's
  *       extension, else an npy directory).
  *
+ *   mkdemo textline FILE.npy SEED
+ *       a [1,3,48,320] float32 image in [-1, 1] (PP-OCR's normalisation of
+ *       a 48-pixel text line): dark strokes in character cells on a light,
+ *       slightly noisy background, different for every SEED. Input and
+ *       calibration data for the demo's run of the PP-OCRv4 recognizer.
+ *
  * data/README.md describes the data and how the demo uses it. */
 #include <math.h>
 #include <stdint.h>
@@ -283,6 +289,51 @@ static int make_tensor(char **argv, struct qp_error *err)
     return rc;
 }
 
+/* ---- a synthetic text line ---------------------------------------------------- */
+
+static enum qp_status make_textline(const char *path, unsigned long seed,
+                                    struct qp_error *err)
+{
+    enum { H = 48, W = 320 };
+    int64_t shape[4] = {1, 3, H, W};
+    struct qp_tensor *t;
+    enum qp_status st = qp_tensor_new("x", QP_DTYPE_F32, 4, shape, &t, err);
+    if (st)
+        return st;
+    float *img = t->data; /* channel 0; copied to 1 and 2 at the end */
+    struct rng r = {0x5eed0000ULL + seed * 0x9e3779b97f4a7c15ULL};
+    for (int i = 0; i < H * W; i++)
+        img[i] = (float)(0.85 + 0.05 * rng_normal(&r));
+    /* characters: cells 14..22 px wide on the middle 32 rows, each a few
+     * strokes (vertical, horizontal, diagonal) of 2-3 px */
+    int x = 4 + (int)(rng_u32(&r) % 8);
+    while (x < W - 24) {
+        int cw = 14 + (int)(rng_u32(&r) % 9), strokes = 2 + (int)(rng_u32(&r) % 3);
+        for (int s = 0; s < strokes; s++) {
+            int kind = (int)(rng_u32(&r) % 3), th = 2 + (int)(rng_u32(&r) % 2);
+            int a = (int)(rng_u32(&r) % (unsigned)(cw - th));
+            for (int y = 8; y < 40; y++)
+                for (int dx = 0; dx < cw; dx++) {
+                    int on = kind == 0 ? (dx >= a && dx < a + th)
+                           : kind == 1 ? (y >= 8 + a && y < 8 + a + th)
+                                       : abs(dx - (y - 8) * cw / 32) < th;
+                    if (on)
+                        img[y * W + x + dx] = (float)(-0.8 + 0.05 * rng_normal(&r));
+                }
+        }
+        x += cw + 2 + (int)(rng_u32(&r) % 6);
+        if (rng_u32(&r) % 7 == 0)
+            x += 10; /* a space between words */
+    }
+    for (int i = 0; i < H * W; i++) {
+        img[i] = img[i] > 1.0f ? 1.0f : img[i] < -1.0f ? -1.0f : img[i];
+        img[H * W + i] = img[2 * H * W + i] = img[i];
+    }
+    st = qp_fmt_npy_save(path, t, err);
+    qp_tensor_free(t);
+    return st;
+}
+
 /* ---- converting dumps --------------------------------------------------------------- */
 
 static enum qp_status convert(const char *src, const char *dst,
@@ -322,13 +373,17 @@ int main(int argc, char **argv)
         int rc = make_tensor(argv + 2, &err);
         if (rc != 1)
             return rc;
+    } else if (argc == 4 && !strcmp(argv[1], "textline")) {
+        if (make_textline(argv[2], strtoul(argv[3], NULL, 10), &err) == QP_OK)
+            return 0;
     } else if ((argc == 4 || argc == 5) && !strcmp(argv[1], "convert")) {
         if (convert(argv[2], argv[3], argc == 5 ? argv[4] : NULL, &err) == QP_OK)
             return 0;
     } else {
         fprintf(stderr, "usage: mkdemo demo DIR\n"
                         "       mkdemo tensor FILE.npy DTYPE SHAPE V1,V2,...\n"
-                        "       mkdemo convert SRC DST [FORMAT]\n");
+                        "       mkdemo convert SRC DST [FORMAT]\n"
+                        "       mkdemo textline FILE.npy SEED\n");
         return 2;
     }
     fprintf(stderr, "mkdemo: %s\n", err.msg);

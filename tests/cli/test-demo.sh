@@ -45,3 +45,47 @@ test_demo_data_is_deterministic() {
     "$MKDEMO" demo a
     diff -r a/device b/device >/dev/null || fail "regenerated data differs"
 }
+
+test_demo_runs_the_real_recognizer_job() {
+    run_demo
+    for f in rec-weights.csv rec-quantize-w8c.csv rec-fp32-vs-int.csv \
+             rec-fake-vs-int.csv rec-sqnr.png; do
+        [ -s "rep/$f" ] || { cat demo.out >&2; fail "rep/$f missing"; }
+    done
+    # the recognizer's heaviest-tailed weight is found by inspect
+    top=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                   $c["kurtosis"] != "nan" && $c["kurtosis"] + 0 > m + 0 { m = $c["kurtosis"] + 0; n = $c["name"] }
+                   END { print n, (m > 1000) }' rep/rec-weights.csv)
+    assert_eq "$top" "conv2d_184.w_0 1"
+    # every weight is w8c: one byte per weight plus one f32 scale per output
+    # channel (symmetric: no zero points), conv OIHW and MatMul [in, out] as
+    # the graph says; 1-D tensors stay fp32
+    awk -F, 'NR == 1 { next }
+             { n = split($2, d, "x"); numel = 1; for (i = 1; i <= n; i++) numel *= d[i] }
+             n == 4 && !($3 == "w8c" && $4 == 8 && $10 == numel + 4 * d[1] && $9 == 4 * numel) { bad = $1 }
+             n == 2 && !($3 == "w8c" && $10 == numel + 4 * d[2]) { bad = $1 }
+             n == 1 && !($3 == "fp32" && $10 == $9) { bad = $1 }
+             n == 4 { conv++ } n == 2 { lin++ }
+             END { if (bad || conv != 38 || lin != 9) {
+                       print "bad row " bad ", " conv " conv and " lin " matmul weights"; exit 1 } }' \
+        rep/rec-quantize-w8c.csv
+    # int8 vs fp32: every captured tensor compared, with finite SQNR and no NaN
+    rows=$(($(grep -c '^' rep/rec-fp32-vs-int.csv) - 1))
+    [ "$rows" -ge 400 ] || fail "only $rows tensors compared"
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+             $c["sqnr_db"] == "nan" || $c["sqnr_db"] == "-inf" || $c["nonfinite"] != 0 { bad = $c["name"] }
+             END { if (bad) { print "non-finite: " bad; exit 1 } }' rep/rec-fp32-vs-int.csv
+    assert_contains demo.out "qprobe diff: fake-quant against int8"
+}
+
+test_textline_inputs_are_deterministic_and_normalised() {
+    "$MKDEMO" textline a.npy 7
+    "$MKDEMO" textline b.npy 7
+    "$MKDEMO" textline c.npy 8
+    cmp -s a.npy b.npy || fail "same seed, different bytes"
+    cmp -s a.npy c.npy && fail "different seeds, same bytes"
+    "$QPROBE" inspect a.npy --csv s.csv --quiet >/dev/null
+    assert_eq "$(csv_field s.csv a shape)" 1x3x48x320
+    awk -F, 'NR == 2 && !($5 >= -1 && $6 <= 1 && $5 < -0.5 && $6 > 0.5) { exit 1 }' s.csv ||
+        fail "values outside [-1, 1] or no contrast: $(cat s.csv)"
+}

@@ -267,7 +267,7 @@ test_usage_errors_exit_2() {
     assert_contains err "MODEL is missing"
     assert_exit 2 "$QPROBE" quantize m n --scheme w8c -o res
     assert_exit 2 "$QPROBE" quantize m --scheme w8c -o res --layout nchw
-    assert_contains err "--layout must be torch, tflite or keras, not 'nchw'"
+    assert_contains err "--layout must be torch, tflite, keras or io, not 'nchw'"
     assert_exit 2 "$QPROBE" quantize m --scheme w8c -o res --round up
     assert_exit 2 "$QPROBE" quantize m --scheme w8c -o res --bogus
     assert_exit 0 "$QPROBE" quantize --help
@@ -387,4 +387,25 @@ test_ppocr_det_heavy_tail_wants_channels_and_clipping() {
         fail "w8t@mse $sqnr_w8t_mse dB vs w8t $sqnr_w8t dB"
     awk -v m="$sqnr_w4c_mse" -v t="$sqnr_w4c" 'BEGIN { exit !(m > t + 1) }' ||
         fail "w4c@mse $sqnr_w4c_mse dB vs w4c $sqnr_w4c dB"
+}
+
+# PaddlePaddle exports MatMul weights as [in, out]: the graph says which
+# axis is the output, and per-channel scales follow it unless --layout says
+test_onnx_weight_layouts_come_from_the_graph() {
+    rec=$(sh "$ROOT/scripts/fetch-models.sh" ppocr-v4 | grep '/ch_PP-OCRv4_rec_infer\.onnx$')
+    [ -f "$rec" ] || fail "no PP-OCRv4 recognizer from scripts/fetch-models.sh"
+    "$QPROBE" quantize "$rec" -s w8c -o g.safetensors --report g.csv -q
+    "$QPROBE" quantize "$rec" -s w8c -o t.safetensors --report t.csv -q --layout torch
+    # linear_77.w_0 is MatMul's B, [120 in, 360 out]: 360 scales from the
+    # graph, 120 when told it is [out, in]; conv weights are OIHW either way
+    assert_eq "$(csv_field g.csv linear_77.w_0 bytes_quantized)" $((120 * 360 + 4 * 360))
+    assert_eq "$(csv_field t.csv linear_77.w_0 bytes_quantized)" $((120 * 360 + 4 * 120))
+    assert_eq "$(csv_field g.csv conv2d_10.w_0 bytes_quantized)" $((16 * 27 + 4 * 16))
+    "$QPROBE" inspect g.safetensors --csv gi.csv -q >/dev/null
+    assert_eq "$(csv_field gi.csv linear_77.w_0 q_granularity)" "per-axis 1"
+    assert_eq "$(csv_field gi.csv conv2d_10.w_0 q_granularity)" "per-axis 0"
+    # per output channel is the better grouping here
+    g=$(csv_field g.csv linear_77.w_0 sqnr_db)
+    t=$(csv_field t.csv linear_77.w_0 sqnr_db)
+    awk -v g="$g" -v t="$t" 'BEGIN { exit !(g > t + 1) }' || fail "graph $g dB vs torch $t dB"
 }
