@@ -15,12 +15,18 @@ SAN     ?=
 V       ?= 0
 Q       := $(if $(filter 1,$(V)),,@)
 
+# gcc-only flags in mk/*.mk test this (make fuzz builds with clang)
+CC_IS_CLANG := $(shell $(CC) --version 2>/dev/null | grep -qi clang && echo 1)
+
 PKGS    := openblas lapacke hdf5 libcjson libzip libprotobuf-c
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 ifeq ($(SAN),1)
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+ifeq ($(SAN),fuzz)
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
 
 CPPFLAGS += -I. -I$(BUILD)/gen $(PKG_CFLAGS) -D_GNU_SOURCE
@@ -50,13 +56,14 @@ LIB       := $(BUILD)/libqprobe.a
 BIN       := $(BUILD)/qprobe
 TEST_BIN  := $(BUILD)/qprobe-test
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+LIBFUZZER_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/libfuzzer/%,$(FUZZ_SRCS))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 TEST_LDLIBS ?=
 
 .DEFAULT_GOAL := all
 -include $(wildcard mk/*.mk)
 
-.PHONY: all test check asan bench install demo clean deps
+.PHONY: all test check asan bench install demo clean deps fuzz
 all: $(BIN)
 
 deps:
@@ -111,6 +118,12 @@ $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(BUILD)/obj/tests/fuzz/driver.o $(
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $< $(BUILD)/obj/tests/fuzz/driver.o $(LIB) $(LDLIBS)
 
+# the same fuzz targets linked with libFuzzer (make fuzz)
+$(BUILD)/libfuzzer/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
@@ -129,6 +142,13 @@ check: test
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer.
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan SAN=1 OPT=-O1 test-run
+
+# Coverage-guided fuzzing with clang's libFuzzer, ASan and UBSan: builds
+# build-fuzz/libfuzzer/fuzz-NAME; run one with its seeds, e.g.
+#   build-fuzz/libfuzzer/fuzz-npy tests/fuzz/seeds/npy -max_total_time=60
+fuzz: deps
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang CXX=clang++ SAN=fuzz \
+	    OPT=-O1 WERROR= LDLIBS="$(LDLIBS) -lstdc++" $(LIBFUZZER_BINS:$(BUILD)/%=build-fuzz/%)
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BIN) $(BENCH_BINS)

@@ -160,6 +160,54 @@ static int template_max_group(const char *t)
     return max;
 }
 
+/* Patterns glibc's regcomp cannot compile in bounded memory: POSIX leaves
+ * adjacent repetition operators ("a++", "a*{2}") undefined, and glibc
+ * expands them into automata that grow exponentially (a fuzzed map of 60
+ * '+' took gigabytes). Returns why pat is refused, or NULL. */
+static const char *regex_too_costly(const char *pat)
+{
+    if (strlen(pat) > 1024)
+        return "longer than 1024 characters";
+    bool prev_rep = false, bracket = false;
+    for (const char *p = pat; *p; p++) {
+        if (*p == '\\' && p[1]) {
+            p++;
+            prev_rep = false;
+            continue;
+        }
+        if (bracket) {
+            if (*p == ']')
+                bracket = false;
+            continue;
+        }
+        if (*p == '[') {
+            bracket = true;
+            if (p[1] == '^')
+                p++;
+            if (p[1] == ']') /* a literal ']' first in a bracket */
+                p++;
+            prev_rep = false;
+            continue;
+        }
+        bool rep = *p == '*' || *p == '+' || *p == '?' || *p == '{';
+        if (rep && prev_rep)
+            return "adjacent repetition operators (undefined in POSIX ERE)";
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            if (!close)
+                return NULL; /* regcomp reports it */
+            long lo = strtol(p + 1, NULL, 10);
+            const char *comma = memchr(p, ',', (size_t)(close - p));
+            long hi = comma ? strtol(comma + 1, NULL, 10) : lo;
+            if (lo > 255 || hi > 255)
+                return "a repetition count above 255";
+            p = close;
+        }
+        prev_rep = rep;
+    }
+    return NULL;
+}
+
 static enum qp_status parse_rule(struct map_rule *r, const struct qp_json *e,
                                  size_t i, const char *what,
                                  struct qp_error *err)
@@ -179,6 +227,10 @@ static enum qp_status parse_rule(struct map_rule *r, const struct qp_json *e,
         return qp_fail(err, QP_E_FORMAT,
                        "%s: rule %zu needs string members \"test\" (a regex) "
                        "and \"ref\" (a template)", what, i);
+    const char *why = regex_too_costly(pat);
+    if (why)
+        return qp_fail(err, QP_E_FORMAT, "%s: rule %zu: regex '%.200s' refused: %s",
+                       what, i, pat, why);
     int rc = regcomp(&r->re, pat, REG_EXTENDED);
     if (rc) {
         char msg[128];
@@ -237,13 +289,20 @@ static enum qp_status map_from_json(const struct qp_json *root, const char *what
         st = qp_fail(err, QP_E_FORMAT,
                      "%s: a map is an object with \"pairs\" and/or \"rules\"",
                      what);
+    bool seen_pairs = false, seen_rules = false;
     for (size_t k = 0; !st && k < qp_json_size(root); k++) {
         const struct qp_json *e = qp_json_at(root, k);
         const char *key = qp_json_key(e);
-        if (!strcmp(key, "pairs"))
+        bool *seen = !strcmp(key, "pairs") ? &seen_pairs
+                   : !strcmp(key, "rules") ? &seen_rules : NULL;
+        if (seen && *seen)
+            st = qp_fail(err, QP_E_FORMAT, "%s: \"%s\" appears twice", what, key);
+        else if (seen == &seen_pairs)
             st = parse_pairs(m, e, what, err);
-        else if (!strcmp(key, "rules"))
+        else if (seen == &seen_rules)
             st = parse_rules(m, e, what, err);
+        if (seen)
+            *seen = true;
         else if (key[0] != '_')
             st = qp_fail(err, QP_E_FORMAT,
                          "%s: unknown member \"%s\" (expected \"pairs\" and "

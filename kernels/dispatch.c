@@ -3,6 +3,9 @@
 #include "kernels/dispatch.h"
 
 #include <pthread.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +25,17 @@ const char *qp_kern_isa_name(enum qp_kern_isa isa)
     return isa < QP_KERN_ISA_COUNT ? isa_names[isa] : "?";
 }
 
+#if defined(__x86_64__)
+/* AVX-VNNI (VEX-encoded vpdpbusd): CPUID.(EAX=7,ECX=1):EAX bit 4, read
+ * directly because not every compiler's __builtin_cpu_supports knows it
+ * (clang 14 does not). */
+static bool cpu_has_avxvnni(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1);
+}
+#endif
+
 bool qp_kern_isa_available(enum qp_kern_isa isa)
 {
     switch (isa) {
@@ -34,8 +48,7 @@ bool qp_kern_isa_available(enum qp_kern_isa isa)
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case QP_KERN_AVXVNNI:
         __builtin_cpu_init();
-        return qp_kern_isa_available(QP_KERN_AVX2) &&
-               __builtin_cpu_supports("avxvnni");
+        return qp_kern_isa_available(QP_KERN_AVX2) && cpu_has_avxvnni();
     case QP_KERN_AVX512:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") &&

@@ -166,7 +166,11 @@ static enum qp_status resize_plan(const struct qp_op_ctx *c, struct rplan *p,
             if (!(p->scale[d] > 0))
                 return qp_op_fail(err, c, QP_E_FORMAT, "scale %g must be "
                                   "positive", p->scale[d]);
-            p->out[d] = (int64_t)floor((double)p->in[d] * span * p->scale[d]);
+            double o = floor((double)p->in[d] * span * p->scale[d]);
+            if (!(o >= 0 && o <= 0x1p53)) /* NaN, negative, absurd */
+                return qp_op_fail(err, c, QP_E_SHAPE, "output size %g along "
+                                  "axis %d is out of range", o, d);
+            p->out[d] = (int64_t)o;
             p->len_res[d] = (double)p->in[d] * p->scale[d];
         }
         if (p->out[d] < 0)

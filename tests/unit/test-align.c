@@ -191,12 +191,22 @@ QP_TEST(align_map_rejects_malformed_files)
         {"{\"rules\": [{\"test\": \"a\", \"ref\": \"b\", \"to\": \"c\"}]}",
          "rule 0: unknown member \"to\""},
         {"{\"rules\": [{\"test\": \"a(\", \"ref\": \"b\"}]}", "rule 0: bad regex 'a('"},
+        /* what glibc would compile into gigabytes (found by libFuzzer) */
+        {"{\"rules\": [{\"test\": \"[A-Z]+++\", \"ref\": \"b\"}]}",
+         "rule 0: regex '[A-Z]+++' refused: adjacent repetition operators"},
+        {"{\"rules\": [{\"test\": \"x(a*){3}\", \"ref\": \"b\"}, {\"test\": "
+         "\"(ab){1,999}\", \"ref\": \"b\"}]}", "rule 1: regex '(ab){1,999}' "
+         "refused: a repetition count above 255"},
         {"{\"rules\": [{\"test\": \"a\", \"ref\": \"b\"}, {\"test\": \"(a)\", "
          "\"ref\": \"\\\\2\"}]}", "rule 1: template '\\2' refers to group 2, the "
                                   "regex has 1"},
         {"{\"rules\": [{\"test\": \"a\", \"ref\": \"b\\\\x\"}]}",
          "backslash not followed by a digit"},
         {"{\"map\": {}}", "unknown member \"map\""},
+        /* found by libFuzzer: a second "pairs" reused the first's count */
+        {"{\"pairs\": {\"a\": \"x\"}, \"pairs\": {\"a\": \"x\"}}",
+         "\"pairs\" appears twice"},
+        {"{\"rules\": [], \"rules\": []}", "\"rules\" appears twice"},
         {"{\"pairs\": {", "'map.json'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -212,6 +222,10 @@ QP_TEST(align_map_rejects_malformed_files)
     struct qp_align_map *m;
     CHECK_OK(map_of("{\"_note\": 1, \"rules\": [{\"_why\": \"x\", \"test\": \"a\","
                     " \"ref\": \"b\"}]}", &m, &err), &err);
+    qp_align_map_free(m);
+    /* escaped and bracketed repetition characters are literals, not operators */
+    CHECK_OK(map_of("{\"rules\": [{\"test\": \"a\\\\++[+*]+x{2}\", \"ref\": \"b\"}]}",
+                    &m, &err), &err);
     qp_align_map_free(m);
     CHECK_OK(map_of("{}", &m, &err), &err);
     qp_align_map_free(m);
