@@ -5,6 +5,7 @@
  * five sums with FMAs and the two maxima; lanes are folded at the end. The
  * maxima are computed from the same doubles as the reference, so they are
  * identical to it; the sums differ only in the order of additions. */
+#if defined(__x86_64__)
 #include <immintrin.h>
 #include <math.h>
 
@@ -80,3 +81,7 @@ void qp_metrics_add_f32_avx512(struct qp_metrics *m, const float *ref,
     if (i < n)
         qp_metrics_add_f32_ref(m, ref + i, test + i, n - i);
 }
+#else
+/* not x86-64: nothing to build (ISO C wants a declaration) */
+typedef int qp_metrics_avx512_unused;
+#endif

@@ -1,5 +1,6 @@
 /* kernels/depthwise-s8-ukernel.h: the interface between the depthwise
- * driver (kernels/depthwise-s8.c) and its SIMD variants in kernels/x86/.
+ * driver (kernels/depthwise-s8.c) and its SIMD variants in kernels/x86/
+ * and kernels/arm/.
  * Internal to kernels/. */
 #ifndef QP_KERNELS_DEPTHWISE_S8_UKERNEL_H
 #define QP_KERNELS_DEPTHWISE_S8_UKERNEL_H
@@ -22,8 +23,28 @@ struct qp_dw_s8_ukernel {
                   const int32_t *init, int32_t *acc);
 };
 
+/* Channels [c0, n) of pixel() in the reference's arithmetic (uint32,
+ * modulo 2^32): the tail a SIMD variant leaves after its whole vectors. */
+static inline void qp_dw_s8_pixel_tail(size_t c0, size_t n, size_t taps,
+                                       const uint8_t *const *x,
+                                       const int32_t *const *w, bool x_signed,
+                                       int32_t zp, const int32_t *init,
+                                       int32_t *acc)
+{
+    for (size_t c = c0; c < n; c++) {
+        uint32_t a = (uint32_t)init[c];
+        for (size_t t = 0; t < taps; t++) {
+            int32_t v = x_signed ? (int8_t)x[t][c] : x[t][c];
+            a += ((uint32_t)v - (uint32_t)zp) * (uint32_t)w[t][c];
+        }
+        acc[c] = (int32_t)a;
+    }
+}
+
 /* x86 variants (defined only on x86-64). */
 extern const struct qp_dw_s8_ukernel qp_dw_s8_avx2;
 extern const struct qp_dw_s8_ukernel qp_dw_s8_avx512;
+/* aarch64 variant (defined only on aarch64). */
+extern const struct qp_dw_s8_ukernel qp_dw_s8_neon;
 
 #endif

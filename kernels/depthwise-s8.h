@@ -51,7 +51,7 @@ enum qp_status qp_dw_s8_prepare(struct qp_dw_s8 *dw,
 
 void qp_dw_s8_release(struct qp_dw_s8 *dw);
 
-/* "ref", "avx2", "avx512". */
+/* "ref", "avx2", "avx512", "neon". */
 const char *qp_dw_s8_variant(const struct qp_dw_s8 *dw);
 
 size_t qp_dw_s8_scratch_size(const struct qp_dw_s8 *dw, size_t batch);

@@ -14,8 +14,16 @@
 #include "kernels/gemm-s8-ukernel.h"
 #include "kernels/requant.h"
 
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1UL << 20) /* Linux arch/arm64 uapi hwcap.h */
+#endif
+#endif
+
 static const char *const isa_names[QP_KERN_ISA_COUNT] = {
-    "auto", "ref", "avx2", "avx-vnni", "avx512", "avx512-vnni", "neon-dot",
+    "auto", "ref", "avx2", "avx-vnni", "avx512", "avx512-vnni", "neon",
+    "neon-dot",
 };
 _Static_assert(sizeof isa_names / sizeof isa_names[0] == QP_KERN_ISA_COUNT,
                "one name per instruction set");
@@ -60,6 +68,12 @@ bool qp_kern_isa_available(enum qp_kern_isa isa)
         __builtin_cpu_init();
         return qp_kern_isa_available(QP_KERN_AVX512) &&
                __builtin_cpu_supports("avx512vnni");
+#endif
+#if defined(__aarch64__)
+    case QP_KERN_NEON: /* Advanced SIMD is part of the aarch64 base */
+        return true;
+    case QP_KERN_NEONDOT: /* SDOT/UDOT: Armv8.2 FEAT_DotProd */
+        return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
 #endif
     default:
         return false;
@@ -110,6 +124,10 @@ static const struct qp_gemm_s8_ukernel *gemm_variant(enum qp_kern_isa isa)
     case QP_KERN_AVX2:
         return &qp_gemm_s8_avx2;
 #endif
+#if defined(__aarch64__)
+    case QP_KERN_NEONDOT: /* no GEMM variant for plain NEON: reference */
+        return &qp_gemm_s8_neondot;
+#endif
     default:
         return NULL;
     }
@@ -126,12 +144,20 @@ static const struct qp_dw_s8_ukernel *dw_variant(enum qp_kern_isa isa)
     case QP_KERN_AVX2:
         return &qp_dw_s8_avx2;
 #endif
+#if defined(__aarch64__)
+    case QP_KERN_NEONDOT:
+    case QP_KERN_NEON:
+        return &qp_dw_s8_neon;
+#endif
     default:
         return NULL;
     }
 }
 
 static const enum qp_kern_isa preference[] = {
+#if defined(__aarch64__)
+    QP_KERN_NEONDOT, QP_KERN_NEON,
+#endif
     QP_KERN_AVX512VNNI, QP_KERN_AVXVNNI, QP_KERN_AVX512, QP_KERN_AVX2,
 };
 

@@ -1,11 +1,12 @@
 /* kernels/dispatch.h: run-time choice of kernel variants.
  *
- * The table is filled once, from __builtin_cpu_supports, the first time a
- * kernel is asked for; QP_KERNELS=ref in the environment forces the
- * portable reference everywhere. QP_KERNELS may also name an instruction
- * set ("avx2", "avx-vnni", "avx512", "avx512-vnni"): variants that need a
- * newer one are then skipped (for benchmarks and for reproducing a slower
- * machine). An unknown value is ignored.
+ * The table is filled once, from __builtin_cpu_supports (x86-64) or
+ * getauxval(AT_HWCAP) (aarch64), the first time a kernel is asked for;
+ * QP_KERNELS=ref in the environment forces the portable reference
+ * everywhere. QP_KERNELS may also name an instruction set ("avx2",
+ * "avx-vnni", "avx512", "avx512-vnni", "neon", "neon-dot"): variants that
+ * need a newer one are then skipped (for benchmarks and for reproducing a
+ * slower machine). An unknown value is ignored.
  *
  * Every variant of an integer kernel gives the same bytes as its reference
  * in kernels/ref/ (tests/unit/test-kernels*.c check it); the choice only
@@ -16,7 +17,9 @@
 #include <stdbool.h>
 
 /* Instruction sets a variant may need, in increasing order of preference
- * within one architecture. Only grows; names in qp_kern_isa_name(). */
+ * within one architecture (qp_kern_isa_allowed compares them). Only grows;
+ * names in qp_kern_isa_name(). The numbers are never stored: QP_KERNELS
+ * and --version use the names. */
 enum qp_kern_isa {
     QP_KERN_AUTO = 0,   /* whatever the dispatch table chose */
     QP_KERN_REF,        /* portable C, the specification */
@@ -24,11 +27,13 @@ enum qp_kern_isa {
     QP_KERN_AVXVNNI,    /* AVX2 + AVX-VNNI (VEX vpdpbusd on ymm) */
     QP_KERN_AVX512,     /* AVX-512 F, BW, VL, DQ */
     QP_KERN_AVX512VNNI, /* AVX-512 above + VNNI */
-    QP_KERN_NEONDOT,    /* aarch64 NEON + dot product */
+    QP_KERN_NEON,       /* aarch64 Advanced SIMD (baseline on aarch64) */
+    QP_KERN_NEONDOT,    /* aarch64 NEON + dot product (SDOT/UDOT) */
     QP_KERN_ISA_COUNT
 };
 
-/* "auto", "ref", "avx2", "avx-vnni", "avx512", "avx512-vnni", "neon-dot". */
+/* "auto", "ref", "avx2", "avx-vnni", "avx512", "avx512-vnni", "neon",
+ * "neon-dot". */
 const char *qp_kern_isa_name(enum qp_kern_isa isa);
 
 /* True when variants for isa are compiled in and this CPU runs them

@@ -3,8 +3,11 @@
  * arithmetic it must reproduce is kernels/ref/gemm-s8.c.
  *
  * The micro-kernels compute sum_k a_u * b_s with a_u unsigned and b_s
- * signed bytes (VNNI's vpdpbusd). With
- *   a_u = a + ca   (ca = 128 for int8 A: a ^ 0x80; 0 for uint8 A)
+ * signed bytes (VNNI's vpdpbusd), or with a_u signed too (a_signed: NEON's
+ * SDOT). With
+ *   a_u = a + ca   (unsigned a_u: ca = 128 for int8 A: a ^ 0x80, 0 for
+ *                   uint8 A; signed a_u: ca = 0 for int8 A, -128 for
+ *                   uint8 A: a ^ 0x80)
  *   b_s = b - cb   (cb = 128 for uint8 B: b ^ 0x80; 0 for int8 B)
  *   alpha = -ca - a_zp,   beta[n] = cb - b_zp[n]
  * the reference sum is, modulo 2^32,
@@ -48,6 +51,20 @@ static size_t round_up(size_t x, size_t a)
 static void *align_ptr(void *p)
 {
     return (void *)(((uintptr_t)p + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
+}
+
+/* The top-bit flip that turns A of dtype a_dtype into the micro-kernel's
+ * packed A: int8 into unsigned, or uint8 into signed (a_signed). */
+static uint8_t a_flip(const struct qp_gemm_s8_ukernel *uk,
+                      enum qp_dtype a_dtype)
+{
+    return (a_dtype == QP_DTYPE_I8) != (uk->a_signed != 0) ? 0x80 : 0;
+}
+
+/* Packed A byte v as the micro-kernel reads it (a_u above). */
+static int32_t a_value(const struct qp_gemm_s8_ukernel *uk, uint8_t v)
+{
+    return uk->a_signed ? (int8_t)v : v;
 }
 
 void qp_gemm_s8_release(struct qp_gemm_s8 *g)
@@ -109,7 +126,8 @@ static enum qp_status prepare_ukernel(struct qp_gemm_s8 *g,
                        "bytes of weights", bytes);
     pack_b(g, b, ldb);
 
-    uint32_t ca = p->a_dtype == QP_DTYPE_I8 ? 128 : 0;
+    /* ca = a_u - a, the same for every byte: its value at a = 0 */
+    uint32_t ca = (uint32_t)a_value(uk, a_flip(uk, p->a_dtype));
     uint32_t cb = p->b_dtype == QP_DTYPE_U8 ? 128 : 0;
     uint8_t flip = p->b_dtype == QP_DTYPE_U8 ? 0x80 : 0;
     uint32_t alpha = 0u - ca - (uint32_t)p->a_zero_point;
@@ -222,13 +240,14 @@ size_t qp_gemm_s8_thread_scratch(const struct qp_gemm_s8 *g)
     return apack + band + rowsum;
 }
 
-/* Packs rows [0, valid) of A (u8 after ^ flip) into [mr][kp] elements of
- * a_elem bytes, zero beyond valid rows and beyond k. */
+/* Packs rows [0, valid) of A (a ^ flip, u8 or s8 as uk->a_signed says)
+ * into [mr][kp] elements of a_elem bytes, zero beyond valid rows and
+ * beyond k. */
 static void pack_a(const struct qp_gemm_s8 *g, const uint8_t *a, size_t lda,
                    size_t valid, void *dst)
 {
     const struct qp_gemm_s8_ukernel *uk = g->uk;
-    uint8_t flip = g->a_dtype == QP_DTYPE_I8 ? 0x80 : 0;
+    uint8_t flip = a_flip(uk, g->a_dtype);
     size_t k = g->k, kp = g->kp;
     if (uk->a_elem == 1) {
         uint64_t f8 = 0x0101010101010101ull * flip;
@@ -255,9 +274,29 @@ static void pack_a(const struct qp_gemm_s8 *g, const uint8_t *a, size_t lda,
             uint16_t *d = (uint16_t *)dst + r * kp;
             const uint8_t *s = a + r * lda;
             for (size_t kk = 0; kk < kp; kk++)
-                d[kk] = r < valid && kk < k ? (uint8_t)(s[kk] ^ flip) : 0;
+                d[kk] = r < valid && kk < k
+                            ? (uint16_t)a_value(uk, s[kk] ^ flip) : 0;
         }
     }
+}
+
+/* sum_k a_u[k] of one packed row of A, modulo 2^32. */
+static uint32_t row_sum(const struct qp_gemm_s8_ukernel *uk, const void *pa,
+                        size_t k)
+{
+    uint32_t s = 0;
+    if (uk->a_elem == 2) {
+        const uint16_t *p = pa;
+        for (size_t kk = 0; kk < k; kk++)
+            s += uk->a_signed ? (uint32_t)(int32_t)(int16_t)p[kk] : p[kk];
+    } else if (uk->a_signed) {
+        for (size_t kk = 0; kk < k; kk++)
+            s += (uint32_t)(int32_t)((const int8_t *)pa)[kk];
+    } else {
+        for (size_t kk = 0; kk < k; kk++)
+            s += ((const uint8_t *)pa)[kk];
+    }
+    return s;
 }
 
 /* Rows [0, m) of A, column panels [p0, p1), on one thread. The output
@@ -303,15 +342,9 @@ static void block_rows(const struct qp_gemm_s8 *g, const uint8_t *a,
                               g->colterm + p * nr, cp + r * g->npad, g->npad);
             }
         if (g->beta) { /* + beta[n] * sum_k a_u[m][k] */
-            for (size_t r = 0; r < rows; r++) {
-                uint32_t s = 0;
-                const uint8_t *pa = apack + (r / mr) * tile_a;
-                for (size_t kk = 0; kk < g->k; kk++)
-                    s += uk->a_elem == 1
-                             ? pa[(r % mr) * g->kp + kk]
-                             : ((const uint16_t *)pa)[(r % mr) * g->kp + kk];
-                rowsum[r] = (int32_t)s;
-            }
+            for (size_t r = 0; r < rows; r++)
+                rowsum[r] = (int32_t)row_sum(
+                    uk, apack + (r / mr) * tile_a + (r % mr) * row_a, g->k);
             for (size_t r = 0; r < rows; r++)
                 for (size_t j = c0; j < c1; j++)
                     band[r * g->npad + j] =

@@ -5,7 +5,8 @@
  * Flow, as in TFLite Micro: derive the per-channel parameters once
  * (qp_rq_prepare_*), then apply them to accumulators many times. The
  * portable reference (kernels/ref/requant*.c) is the specification; SIMD
- * paths chosen at run time (kernels/x86/requant-*.c) give identical bytes.
+ * paths chosen at run time (kernels/x86/requant-*.c, kernels/arm/
+ * requant-neon.c) give identical bytes.
  *
  * Shift convention everywhere (TFLite): shift > 0 shifts left; the real
  * multiplier is multiplier * 2^(shift - 31). Offsets: the output zero point
@@ -295,9 +296,10 @@ enum qp_rq_isa {
     QP_RQ_ISA_REF = 0,
     QP_RQ_ISA_AVX2,
     QP_RQ_ISA_AVX512,
+    QP_RQ_ISA_NEON,   /* aarch64 */
     QP_RQ_ISA_COUNT
 };
-/* "ref", "avx2", "avx512". */
+/* "ref", "avx2", "avx512", "neon". */
 const char *qp_rq_isa_name(enum qp_rq_isa isa);
 /* Whether this build and CPU can run isa. */
 bool qp_rq_isa_available(enum qp_rq_isa isa);

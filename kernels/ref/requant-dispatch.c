@@ -1,8 +1,8 @@
 /* kernels/ref/requant-dispatch.c: choice of the requantization variant and
  * the apply entry points.
  *
- * The choice is made once (pthread_once) from __builtin_cpu_supports and
- * QP_KERNELS (kernels/dispatch.h: "ref" forces the reference, an
+ * The choice is made once (pthread_once) from the CPU's features
+ * (kernels/dispatch.h) and QP_KERNELS (kernels/dispatch.h: "ref" forces the reference, an
  * instruction-set name caps the choice). A variant that
  * has no SIMD path for a flavor runs the reference for it. */
 #include <pthread.h>
@@ -15,6 +15,7 @@ static const char *const isa_names[] = {
     [QP_RQ_ISA_REF] = "ref",
     [QP_RQ_ISA_AVX2] = "avx2",
     [QP_RQ_ISA_AVX512] = "avx512",
+    [QP_RQ_ISA_NEON] = "neon",
 };
 _Static_assert(sizeof isa_names / sizeof isa_names[0] == QP_RQ_ISA_COUNT,
                "a name for every variant");
@@ -38,6 +39,10 @@ bool qp_rq_isa_available(enum qp_rq_isa isa)
                __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512dq");
 #endif
+#if defined(__aarch64__)
+    case QP_RQ_ISA_NEON:
+        return qp_kern_isa_available(QP_KERN_NEON);
+#endif
     default:
         return false;
     }
@@ -53,6 +58,7 @@ static const enum qp_kern_isa needs[] = {
     [QP_RQ_ISA_REF] = QP_KERN_REF,
     [QP_RQ_ISA_AVX2] = QP_KERN_AVX2,
     [QP_RQ_ISA_AVX512] = QP_KERN_AVX512,
+    [QP_RQ_ISA_NEON] = QP_KERN_NEON,
 };
 _Static_assert(sizeof needs / sizeof needs[0] == QP_RQ_ISA_COUNT,
                "an instruction set for every variant");
@@ -87,6 +93,10 @@ bool qp_rq_isa_covers(enum qp_rq_isa isa, enum qp_rq_flavor f)
     case QP_RQ_ISA_AVX512:
         return qp_rq_avx512_covers(f);
 #endif
+#if defined(__aarch64__)
+    case QP_RQ_ISA_NEON:
+        return qp_rq_neon_covers(f);
+#endif
     default:
         return false;
     }
@@ -101,6 +111,10 @@ static qp_rq_row_fn row_fn(enum qp_rq_isa isa, enum qp_rq_flavor f)
         return qp_rq_row_avx512;
     if (isa == QP_RQ_ISA_AVX2)
         return qp_rq_row_avx2;
+#endif
+#if defined(__aarch64__)
+    if (isa == QP_RQ_ISA_NEON)
+        return qp_rq_row_neon;
 #endif
     return qp_rq_row_ref;
 }

@@ -44,4 +44,11 @@ void qp_rq_row_avx512(const struct qp_rq *rq, size_t c, bool per_elem,
                       const int32_t *acc, size_t n, void *out);
 #endif
 
+#if defined(__aarch64__)
+/* kernels/arm/requant-neon.c: the same for NEON (every aarch64 CPU). */
+bool qp_rq_neon_covers(enum qp_rq_flavor f);
+void qp_rq_row_neon(const struct qp_rq *rq, size_t c, bool per_elem,
+                    const int32_t *acc, size_t n, void *out);
+#endif
+
 #endif

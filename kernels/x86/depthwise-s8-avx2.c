@@ -28,14 +28,7 @@ static void pixel(size_t n, size_t taps, const uint8_t *const *x,
         }
         _mm256_storeu_si256((__m256i *)(acc + c), a);
     }
-    for (; c < n; c++) {
-        uint32_t a = (uint32_t)init[c];
-        for (size_t t = 0; t < taps; t++) {
-            int32_t v = s ? (int8_t)x[t][c] : x[t][c];
-            a += ((uint32_t)v - (uint32_t)zp) * (uint32_t)w[t][c];
-        }
-        acc[c] = (int32_t)a;
-    }
+    qp_dw_s8_pixel_tail(c, n, taps, x, w, s, zp, init, acc);
 }
 
 const struct qp_dw_s8_ukernel qp_dw_s8_avx2 = {

@@ -1,5 +1,6 @@
 /* kernels/x86/requant-simd-row.h: the flavor dispatch and row loop shared
- * by requant-avx2.c and requant-avx512.c, included once by each after it
+ * by requant-avx2.c, requant-avx512.c and kernels/arm/requant-neon.c
+ * (nothing in it is x86-specific), included once by each after it
  * defines, for its vector width:
  *
  *   VI, LANES, ROW_FN            integer vector type, lanes, exported name
