@@ -354,17 +354,41 @@ static void run_share(void *arg, int t, int nt)
     }
 }
 
-/* [b][c][hw] <-> [b][hw][c], elements of es bytes */
+/* [rows][cols] -> [cols][rows] of T in tiles that stay in L1 */
+#define TRANSPOSE_TILED(T)                                                     \
+    do {                                                                       \
+        const T *s_ = (const T *)src;                                          \
+        T *d_ = (T *)dst;                                                      \
+        for (size_t i0 = 0; i0 < rows; i0 += TILE)                             \
+            for (size_t j0 = 0; j0 < cols; j0 += TILE) {                       \
+                size_t i1 = i0 + TILE < rows ? i0 + TILE : rows;               \
+                size_t j1 = j0 + TILE < cols ? j0 + TILE : cols;               \
+                for (size_t j = j0; j < j1; j++)                               \
+                    for (size_t i = i0; i < i1; i++)                           \
+                        d_[j * rows + i] = s_[i * cols + j];                   \
+            }                                                                  \
+    } while (0)
+
+enum { TILE = 32 };
+
+static void transpose2d(const char *src, char *dst, size_t rows, size_t cols,
+                        size_t es)
+{
+    if (es == 1)
+        TRANSPOSE_TILED(uint8_t);
+    else if (es == 2)
+        TRANSPOSE_TILED(uint16_t);
+    else
+        TRANSPOSE_TILED(uint32_t);
+}
+
+/* [b][c][hw] <-> [b][hw][c], elements of es (1, 2 or 4) bytes */
 static void transpose(const char *src, char *dst, size_t batch, size_t rows,
                       size_t cols, size_t es)
 {
-    for (size_t b = 0; b < batch; b++) {
-        const char *s = src + b * rows * cols * es;
-        char *d = dst + b * rows * cols * es;
-        for (size_t i = 0; i < rows; i++)
-            for (size_t j = 0; j < cols; j++)
-                memcpy(d + (j * rows + i) * es, s + (i * cols + j) * es, es);
-    }
+    for (size_t b = 0; b < batch; b++)
+        transpose2d(src + b * rows * cols * es, dst + b * rows * cols * es, rows,
+                    cols, es);
 }
 
 enum qp_status qp_conv_s8_run(const struct qp_conv_s8 *c, const void *input,

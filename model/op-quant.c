@@ -364,7 +364,11 @@ enum qp_status qp_qadd(const struct qp_op_ctx *c, enum qp_rq_flavor f,
         spread(in[k], &d, buf + (size_t)k * total);
         x[k] = buf + (size_t)k * total;
     }
-    qp_add_s8_ref(&p, x[0], x[1], total, total, y->data);
+    struct qp_add_s8 add;
+    if (qp_add_s8_prepare(&add, &p, err))
+        return ql_fail_prefix(c, QP_E_INVAL, err);
+    qp_add_s8_run(&add, x[0], x[1], total, total, y->data);
+    qp_add_s8_release(&add);
     *done = true;
     return QP_OK;
 }

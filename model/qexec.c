@@ -12,57 +12,15 @@
 
 /* ---- quantize / dequantize -------------------------------------------- */
 
-/* The loops of one rounding rule: y = x / s or x * (1 / s); NaN becomes
- * lo = qmin - z (so qmin in the end); clamp to [qmin - z, qmax - z] in
- * float; round without branches (the fraction of y is exact); add z. */
-#define QUANTIZE_LOOP(scaled, even)                                            \
-    for (size_t i = 0; i < n; i++) {                                           \
-        float y = (scaled);                                                    \
-        y = y != y ? lo : y;                                                   \
-        y = y < lo ? lo : y;                                                   \
-        y = y > hi ? hi : y;                                                   \
-        int32_t t = (int32_t)y;                                                \
-        float fr = y - (float)t;                                               \
-        int32_t odd = even ? t & 1 : 1;                                        \
-        int32_t up = (fr > 0.5f) | ((fr == 0.5f) & odd);                       \
-        int32_t down = (fr < -0.5f) | ((fr == -0.5f) & odd);                   \
-        q[i] = t + up - down + z;                                              \
-    }
-
-void qp_qplan_quantize_f32(enum qp_qa_flavor f, const float *x, size_t n,
-                           float s, int32_t z, int32_t qmin, int32_t qmax,
-                           int32_t *q)
-{
-    float lo = (float)((int64_t)qmin - z), hi = (float)((int64_t)qmax - z);
-    float inv = 1.0f / s;
-    bool mul = f == QP_QA_PYTORCH || f == QP_QA_XNNPACK;
-    if (f == QP_QA_TFLITE)
-        QUANTIZE_LOOP(x[i] / s, 0)
-    else if (mul)
-        QUANTIZE_LOOP(x[i] * inv, 1)
-    else
-        QUANTIZE_LOOP(x[i] / s, 1)
-}
-
 enum qp_status qp_qplan_quantize(const struct qp_qplan *p,
                                  const struct qp_qval *v,
                                  const struct qp_tensor *x, const char *name,
                                  struct qp_tensor **out, struct qp_error *err)
 {
     enum qp_status st = qp_tensor_new(name, v->dtype, x->ndim, x->shape, out, err);
-    int32_t q[1024];
-    size_t n = qp_tensor_numel(x);
-    for (size_t i = 0; !st && i < n; i += 1024) {
-        size_t k = n - i < 1024 ? n - i : 1024;
-        qp_qplan_quantize_f32(p->qa, (const float *)x->data + i, k, v->scale,
-                              v->zp, v->qmin, v->qmax, q);
-        if (v->dtype == QP_DTYPE_I8)
-            for (size_t j = 0; j < k; j++)
-                ((int8_t *)(*out)->data)[i + j] = (int8_t)q[j];
-        else /* u8 */
-            for (size_t j = 0; j < k; j++)
-                ((uint8_t *)(*out)->data)[i + j] = (uint8_t)q[j];
-    }
+    if (!st)
+        qp_qa_quantize_row(p->qa, x->data, qp_tensor_numel(x), v->scale, v->zp,
+                           v->qmin, v->qmax, v->dtype, (*out)->data);
     if (!st)
         st = qp_tensor_set_qparams(*out, 1, &v->scale, &v->zp, -1, 0, err);
     if (st) {
@@ -79,15 +37,7 @@ static enum qp_status fake_quantize(const struct qp_qplan *p,
                                     struct qp_error *err)
 {
     (void)err;
-    int32_t q[1024];
-    float z = (float)v->zp;
-    for (size_t i = 0; i < n; i += 1024) {
-        size_t k = n - i < 1024 ? n - i : 1024;
-        qp_qplan_quantize_f32(p->qa, x + i, k, v->scale, v->zp, v->qmin, v->qmax,
-                              q);
-        for (size_t j = 0; j < k; j++)
-            x[i + j] = ((float)q[j] - z) * v->scale;
-    }
+    qp_qa_fake_row(p->qa, x, n, v->scale, v->zp, v->qmin, v->qmax, x);
     return QP_OK;
 }
 
@@ -140,13 +90,8 @@ static enum qp_status dequantize(const struct qp_tensor *t,
         qp_tensor_read_f32(t, 0, n, y);
         return QP_OK;
     }
-    float s = qp->scale[0], z = qp->zero_point ? (float)qp->zero_point[0] : 0.0f;
-    if (t->dtype == QP_DTYPE_I8)
-        for (size_t i = 0; i < n; i++)
-            y[i] = ((float)((const int8_t *)t->data)[i] - z) * s;
-    else
-        for (size_t i = 0; i < n; i++)
-            y[i] = ((float)((const uint8_t *)t->data)[i] - z) * s;
+    qp_qa_dequantize_row(t->data, t->dtype, n, qp->scale[0],
+                         qp->zero_point ? qp->zero_point[0] : 0, y);
     return QP_OK;
 }
 

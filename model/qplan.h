@@ -161,14 +161,6 @@ void qp_qplan_hooks(struct qp_qplan *p, struct qp_exec_hooks *h);
 enum qp_status qp_qplan_run_int(struct qp_qplan *p, const struct qp_op_ctx *c,
                                 struct qp_tensor **out, struct qp_error *err);
 
-/* The activation quantizer of flavor f (kernels/quantize-act.h's
- * qp_qa_quantize_one: x / s or x * (1 / s), NaN -> qmin, clamp, round
- * half to even or away, + z) for one scale, as a loop the compiler
- * vectorizes: q[i] for x[i], i < n. */
-void qp_qplan_quantize_f32(enum qp_qa_flavor f, const float *x, size_t n,
-                           float s, int32_t z, int32_t qmin, int32_t qmax,
-                           int32_t *q);
-
 /* A new integer tensor named name holding x quantized with value v's
  * parameters (the flavor's activation quantizer); qparams attached. */
 enum qp_status qp_qplan_quantize(const struct qp_qplan *p,

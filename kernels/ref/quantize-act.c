@@ -2,9 +2,11 @@
  * runtime, dequantization and ONNX DynamicQuantizeLinear. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <strings.h>
 
-#include "kernels/quantize-act.h"
+#include "kernels/dispatch.h"
+#include "kernels/ref/quantize-act-impl.h"
 
 #if FLT_EVAL_METHOD != 0
 #error "quantize-act: float arithmetic must be evaluated in its own type"
@@ -127,17 +129,13 @@ enum qp_status qp_qa_quantize(enum qp_qa_flavor f, const float *x, size_t outer,
                                      scale, zp, &lo, &hi, err);
     if (st != QP_OK)
         return st;
-    size_t n = outer * channels * inner;
-    for (size_t i = 0; i < n; i++) {
-        size_t c = (i / inner) % channels;
-        int32_t q = qp_qa_quantize_one(f, x[i], scale[c], zp ? zp[c] : 0, lo, hi);
-        switch (out_dtype) {
-        case QP_DTYPE_I8: ((int8_t *)out)[i] = (int8_t)q; break;
-        case QP_DTYPE_U8: ((uint8_t *)out)[i] = (uint8_t)q; break;
-        case QP_DTYPE_I16: ((int16_t *)out)[i] = (int16_t)q; break;
-        default: ((uint16_t *)out)[i] = (uint16_t)q; break;
+    size_t es = qp_qa_size(out_dtype);
+    for (size_t o = 0; o < outer; o++)
+        for (size_t c = 0; c < channels; c++) {
+            size_t at = (o * channels + c) * inner;
+            qp_qa_quantize_row(f, x + at, inner, scale[c], zp ? zp[c] : 0, lo,
+                               hi, out_dtype, (char *)out + at * es);
         }
-    }
     return QP_OK;
 }
 
@@ -151,22 +149,130 @@ enum qp_status qp_qa_dequantize(const void *q, enum qp_dtype dtype,
                                      scale, zp, &lo, &hi, err);
     if (st != QP_OK)
         return st;
-    size_t n = outer * channels * inner;
-    for (size_t i = 0; i < n; i++) {
-        size_t c = (i / inner) % channels;
-        int32_t v;
-        switch (dtype) {
-        case QP_DTYPE_I8: v = ((const int8_t *)q)[i]; break;
-        case QP_DTYPE_U8: v = ((const uint8_t *)q)[i]; break;
-        case QP_DTYPE_I16: v = ((const int16_t *)q)[i]; break;
-        case QP_DTYPE_U16: v = ((const uint16_t *)q)[i]; break;
-        default: v = ((const int32_t *)q)[i]; break;
+    size_t es = qp_qa_size(dtype);
+    for (size_t o = 0; o < outer; o++)
+        for (size_t c = 0; c < channels; c++) {
+            size_t at = (o * channels + c) * inner;
+            qp_qa_dequantize_row((const char *)q + at * es, dtype, inner,
+                                 scale[c], zp ? zp[c] : 0, out + at);
         }
-        /* (float)v rounds int32 values beyond 2^24, as numpy's
-         * astype(float32) does */
-        out[i] = ((float)v - (float)(zp ? zp[c] : 0)) * scale[c];
-    }
     return QP_OK;
+}
+
+/* ---- rows ---------------------------------------------------------------- */
+
+void qp_qa_row_ref(enum qp_qa_flavor f, const float *x, size_t n, float scale,
+                   int32_t zp, int32_t qmin, int32_t qmax, enum qp_dtype dt,
+                   void *out)
+{
+    for (size_t i = 0; i < n; i++)
+        qp_qa_store(dt, out, i, qp_qa_quantize_one(f, x[i], scale, zp, qmin, qmax));
+}
+
+void qp_qa_fake_ref(enum qp_qa_flavor f, const float *x, size_t n, float scale,
+                    int32_t zp, int32_t qmin, int32_t qmax, float *y)
+{
+    float z = (float)zp;
+    for (size_t i = 0; i < n; i++)
+        y[i] = ((float)qp_qa_quantize_one(f, x[i], scale, zp, qmin, qmax) - z) *
+               scale;
+}
+
+/* (float)v rounds int32 values beyond 2^24, as numpy's astype(float32) */
+#define DEQUANTIZE_LOOP(T)                                                     \
+    for (size_t i = 0; i < n; i++)                                             \
+        out[i] = ((float)((const T *)q)[i] - z) * scale
+
+void qp_qa_dequantize_row(const void *q, enum qp_dtype dtype, size_t n,
+                          float scale, int32_t zp, float *out)
+{
+    float z = (float)zp;
+    switch (dtype) {
+    case QP_DTYPE_I8: DEQUANTIZE_LOOP(int8_t); break;
+    case QP_DTYPE_U8: DEQUANTIZE_LOOP(uint8_t); break;
+    case QP_DTYPE_I16: DEQUANTIZE_LOOP(int16_t); break;
+    case QP_DTYPE_U16: DEQUANTIZE_LOOP(uint16_t); break;
+    default: DEQUANTIZE_LOOP(int32_t); break;
+    }
+}
+
+/* Filled once, then read only (the dispatch table of STYLE.md); the same
+ * choice as requantization's, so QP_KERNELS caps both alike. */
+static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
+static enum qp_rq_isa chosen = QP_RQ_ISA_REF;
+
+static void choose(void)
+{
+    static const enum qp_kern_isa needs[QP_RQ_ISA_COUNT] = {
+        [QP_RQ_ISA_REF] = QP_KERN_REF,
+        [QP_RQ_ISA_AVX2] = QP_KERN_AVX2,
+        [QP_RQ_ISA_AVX512] = QP_KERN_AVX512,
+    };
+    for (int isa = QP_RQ_ISA_COUNT - 1; isa > QP_RQ_ISA_REF; isa--)
+        if (qp_rq_isa_available((enum qp_rq_isa)isa) &&
+            qp_kern_isa_allowed(needs[isa])) {
+            chosen = (enum qp_rq_isa)isa;
+            return;
+        }
+}
+
+static enum qp_rq_isa chosen_isa(void)
+{
+    pthread_once(&chosen_once, choose);
+    return chosen;
+}
+
+const char *qp_qa_variant(void)
+{
+    return qp_rq_isa_name(chosen_isa());
+}
+
+void qp_qa_quantize_row_isa(enum qp_rq_isa isa, enum qp_qa_flavor f,
+                            const float *x, size_t n, float scale, int32_t zp,
+                            int32_t qmin, int32_t qmax,
+                            enum qp_dtype out_dtype, void *out)
+{
+    qp_qa_row_fn fn = qp_qa_row_ref;
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa == QP_RQ_ISA_AVX512)
+        fn = qp_qa_row_avx512;
+    else if (isa == QP_RQ_ISA_AVX2)
+        fn = qp_qa_row_avx2;
+#else
+    (void)isa;
+#endif
+    fn(f, x, n, scale, zp, qmin, qmax, out_dtype, out);
+}
+
+void qp_qa_fake_row_isa(enum qp_rq_isa isa, enum qp_qa_flavor f,
+                        const float *x, size_t n, float scale, int32_t zp,
+                        int32_t qmin, int32_t qmax, float *y)
+{
+    qp_qa_fake_fn fn = qp_qa_fake_ref;
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa == QP_RQ_ISA_AVX512)
+        fn = qp_qa_fake_avx512;
+    else if (isa == QP_RQ_ISA_AVX2)
+        fn = qp_qa_fake_avx2;
+#else
+    (void)isa;
+#endif
+    fn(f, x, n, scale, zp, qmin, qmax, y);
+}
+
+void qp_qa_quantize_row(enum qp_qa_flavor f, const float *x, size_t n,
+                        float scale, int32_t zp, int32_t qmin, int32_t qmax,
+                        enum qp_dtype out_dtype, void *out)
+{
+    qp_qa_quantize_row_isa(chosen_isa(), f, x, n, scale, zp, qmin, qmax,
+                           out_dtype, out);
+}
+
+void qp_qa_fake_row(enum qp_qa_flavor f, const float *x, size_t n,
+                    float scale, int32_t zp, int32_t qmin, int32_t qmax,
+                    float *y)
+{
+    qp_qa_fake_row_isa(chosen_isa(), f, x, n, scale, zp, qmin, qmax, y);
 }
 
 void qp_qa_dynamic_u8(const float *x, size_t n, float *scale, uint8_t *zp,
@@ -186,6 +292,5 @@ void qp_qa_dynamic_u8(const float *x, size_t n, float *scale, uint8_t *zp,
     z = round_half_even(z);
     *scale = s;
     *zp = (uint8_t)z;
-    for (size_t i = 0; i < n; i++)
-        out[i] = (uint8_t)qp_qa_quantize_one(QP_QA_ONNX, x[i], s, (int32_t)z, 0, 255);
+    qp_qa_quantize_row(QP_QA_ONNX, x, n, s, (int32_t)z, 0, 255, QP_DTYPE_U8, out);
 }
