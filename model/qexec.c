@@ -178,6 +178,120 @@ static enum qp_status run_pass(struct qp_qplan *p, const struct qp_op_ctx *c,
     return st;
 }
 
+/* ---- lookup tables ---------------------------------------------------------- */
+
+/* The float value of every code of quantized t (its byte b read as the
+ * dtype), repeated `rep` times each (rep > 1) or the codes tiled `tile`
+ * times: the inputs on which the float operator builds the table. */
+static enum qp_status codes(const struct qp_tensor *t, size_t rep, size_t tile,
+                            struct qp_tensor **out, struct qp_error *err)
+{
+    int64_t n = (int64_t)(256 * rep * tile);
+    enum qp_status st = qp_tensor_new(t->name, QP_DTYPE_F32, 1, &n, out, err);
+    if (st)
+        return st;
+    uint8_t b[256];
+    float f[256];
+    for (int i = 0; i < 256; i++)
+        b[i] = (uint8_t)i;
+    qp_qa_dequantize_row(b, t->dtype, 256, t->qp->scale[0],
+                         t->qp->zero_point ? t->qp->zero_point[0] : 0, f);
+    float *y = (*out)->data;
+    for (size_t i = 0; i < (size_t)n; i++)
+        y[i] = f[(i / rep) % 256];
+    return QP_OK;
+}
+
+/* The table of node c: the float operator on every code (pair of codes),
+ * quantized with the output's parameters. */
+static enum qp_status lut_build(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    const struct qp_tensor *in[QP_OP_MAX_IO];
+    struct qp_tensor *tmp[QP_OP_MAX_IO] = {0}, *out[QP_OP_MAX_IO] = {0};
+    int quant[2], nq = 0;
+    for (int k = 0; k < c->n_in; k++)
+        if (is_quantized(p, n, k, c->in[k]))
+            quant[nq++] = k;
+    enum qp_status st = QP_OK;
+    for (int k = 0; k < c->n_in; k++)
+        in[k] = c->in[k];
+    for (int j = 0; !st && j < nq; j++) /* pairs: index a * 256 + b */
+        if (!(st = codes(c->in[quant[j]], nq == 2 && j == 0 ? 256 : 1,
+                         nq == 2 && j == 1 ? 256 : 1, &tmp[j], err)))
+            in[quant[j]] = tmp[j];
+    if (!st)
+        st = qp_exec_node(c->g, c->node, in, c->scratch, c->pool, out, err);
+    size_t m = nq == 2 ? 65536 : 256;
+    struct qp_qnode *q = &p->n[c->node];
+    if (!st && (!out[0] || out[0]->dtype != QP_DTYPE_F32 ||
+                qp_tensor_numel(out[0]) != m))
+        st = qp_op_fail(err, c, QP_E_SHAPE, "lookup table: unexpected output");
+    if (!st && !(q->lut = malloc(m)))
+        st = qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    if (!st) {
+        const struct qp_qval *v = &p->v[n->out[0]];
+        qp_qa_quantize_row(p->qa, out[0]->data, m, v->scale, v->zp, v->qmin,
+                           v->qmax, v->dtype, q->lut);
+    }
+    for (int k = 0; k < QP_OP_MAX_IO; k++) {
+        qp_tensor_free(tmp[k]);
+        qp_tensor_free(out[k]);
+    }
+    return st;
+}
+
+/* An elementwise node through its table; the quantized inputs broadcast
+ * to the output shape. */
+static enum qp_status run_lut(struct qp_qplan *p, const struct qp_op_ctx *c,
+                              struct qp_tensor **out, struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    const struct qp_tensor *ops[QP_OP_MAX_IO], *qin[2];
+    int nops = 0, nq = 0;
+    for (int k = 0; k < c->n_in; k++) {
+        if (!c->in[k])
+            continue;
+        ops[nops++] = c->in[k];
+        if (is_quantized(p, c->n, k, c->in[k]))
+            qin[nq++] = c->in[k];
+    }
+    struct qp_tdesc d;
+    enum qp_status st = qp_op_broadcast(c, ops, nops, &d, err);
+    if (!st && !q->lut)
+        st = lut_build(p, c, err);
+    if (st || (st = new_out(c, 0, &p->v[c->n->out[0]], d.ndim, d.shape, &out[0],
+                            err)))
+        return st;
+    struct qp_bcast b;
+    qp_bcast_init(&b, &d, qin, nq);
+    uint8_t *y = out[0]->data;
+    const uint8_t *t = q->lut, *x0 = qin[0]->data;
+    const uint8_t *x1 = nq == 2 ? qin[1]->data : NULL;
+    for (size_t r = 0, rows = b.inner ? b.total / b.inner : 0; r < rows; r++) {
+        int64_t off[2];
+        qp_bcast_row(&b, r, off);
+        const uint8_t *a = x0 + off[0];
+        uint8_t *o = y + r * b.inner;
+        size_t sa = (size_t)b.stride[0][b.nd - 1];
+        if (nq == 1) {
+            for (size_t i = 0; i < b.inner; i++)
+                o[i] = t[a[i * sa]];
+            continue;
+        }
+        const uint8_t *c2 = x1 + off[1];
+        size_t sb = (size_t)b.stride[1][b.nd - 1];
+        if (sa && sb)
+            for (size_t i = 0; i < b.inner; i++)
+                o[i] = t[(size_t)a[i] << 8 | c2[i]];
+        else
+            for (size_t i = 0; i < b.inner; i++)
+                o[i] = t[(size_t)a[i * sa] << 8 | c2[i * sb]];
+    }
+    return QP_OK;
+}
+
 /* ---- Conv ---------------------------------------------------------------- */
 
 static enum qp_status conv_prepare(struct qp_qplan *p, const struct qp_op_ctx *c,
@@ -316,7 +430,8 @@ static enum qp_status run_add(struct qp_qplan *p, const struct qp_op_ctx *c,
         return st;
     qp_tensor_free(out[0]); /* a float flavor: the add in float */
     out[0] = NULL;
-    return run_float(p, c, out, err);
+    return p->n[c->node].lut_ok ? run_lut(p, c, out, err)
+                                : run_float(p, c, out, err);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */
@@ -336,7 +451,10 @@ enum qp_status qp_qplan_run_int(struct qp_qplan *p, const struct qp_op_ctx *c,
         break;
     case QP_QK_ADD: st = run_add(p, c, out, err); break;
     case QP_QK_PASS: st = run_pass(p, c, out, err); break;
-    default: st = run_float(p, c, out, err); break;
+    default:
+        st = p->n[c->node].lut_ok ? run_lut(p, c, out, err)
+                                  : run_float(p, c, out, err);
+        break;
     }
     if (st)
         for (int k = 0; k < c->n->n_out; k++) {

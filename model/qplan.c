@@ -158,6 +158,45 @@ static enum qp_qkind node_kind(const struct qp_qplan *p, int i)
     return QP_QK_FLOAT;
 }
 
+/* Elementwise operators whose output element is a function of the input
+ * elements at that position alone. */
+static bool elementwise(const struct qp_node *n)
+{
+    static const char *const ops[] = {
+        "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+        "Erf", "Gelu", "Elu", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal",
+        "Floor", "Ceil", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Max",
+        "Min"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (is_op(n, ops[i]))
+            return true;
+    return false;
+}
+
+/* Node i can run as a lookup table: elementwise, one output, one or two
+ * quantized inputs, every other input absent or a scalar float constant.
+ * v[] of its inputs must be set. */
+static bool lut_ok(const struct qp_qplan *p, int i)
+{
+    const struct qp_graph *g = p->g;
+    const struct qp_node *n = &g->nodes[i];
+    if (!elementwise(n) || n->n_out != 1 || n->out[0] < 0 || !p->has_acts ||
+        !p->v[n->out[0]].f32 || p->n[i].wq)
+        return false;
+    int quant = 0;
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        const struct qp_tensor *t = v >= 0 ? g->values[v].konst : NULL;
+        if (v < 0)
+            continue;
+        if (p->v[v].quant)
+            quant++;
+        else if (!t || t->dtype != QP_DTYPE_F32 || qp_tensor_numel(t) != 1)
+            return false;
+    }
+    return quant == 1 || quant == 2;
+}
+
 static bool activation(const struct qp_graph *g, int v)
 {
     const struct qp_value *val = &g->values[v];
@@ -180,6 +219,7 @@ static void plan_values(struct qp_qplan *p)
         bool inherit = moves_values(n) && n->n_in > 0 && n->in[0] >= 0 &&
                        p->v[n->in[0]].quant;
         p->n[i].kind = node_kind(p, i);
+        p->n[i].lut_ok = lut_ok(p, i);
         for (int k = 0; k < n->n_out; k++) {
             int v = n->out[k];
             if (v < 0)
@@ -204,6 +244,7 @@ void qp_qplan_free(struct qp_qplan *p)
         qp_tensor_free(q->b_fake);
         free(q->b_int);
         free(q->kernel_weight);
+        free(q->lut);
         qp_rq_release(&q->rq);
         if (q->gemm_ready)
             qp_gemm_s8_release(&q->gemm);

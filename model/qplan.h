@@ -32,9 +32,13 @@
  * flavor; Add runs TFLite's integer add (kernels/add-s8.h) for the
  * fixed-point flavors and in float for the float flavors (xnnpack-fp32,
  * ort, onnx-ref: their runtimes add dequantized values); the operators
- * above that only move values run on the integers; every other operator
- * dequantizes its inputs, computes in float and quantizes its outputs, as
- * NPUs do with lookup tables. The int mode needs 8-bit activations and
+ * above that only move values run on the integers; elementwise operators
+ * of one or two quantized inputs (their other inputs scalar constants:
+ * activations, x + c, x * c, x * y, ...) run as a lookup table of the
+ * float operator on every input code, as NPUs do (the same values as
+ * dequantizing, computing in float and quantizing each element); every
+ * other operator dequantizes its inputs, computes in float and quantizes
+ * its outputs. The int mode needs 8-bit activations and
  * 8-bit per-tensor or per-channel weights. */
 #ifndef QP_MODEL_QPLAN_H
 #define QP_MODEL_QPLAN_H
@@ -101,6 +105,11 @@ struct qp_qnode {
     bool conv_ready;
     size_t conv_h, conv_w;
     void *kernel_weight;         /* int8 weight in the kernels' layout */
+    /* an elementwise operator of one or two quantized inputs (other
+     * inputs scalar constants): a lookup table of the float operator on
+     * every input code (256 or 65536 entries), built at the first run */
+    bool lut_ok;
+    uint8_t *lut;
 };
 
 struct qp_qplan_opts {
