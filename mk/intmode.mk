@@ -7,3 +7,5 @@ $(BUILD)/obj/kernels/x86/quantize-act-%.o: CFLAGS += -ffp-contract=off
 INTMODE_VEC_OBJS := $(BUILD)/obj/kernels/ref/quantize-act.o \
     $(BUILD)/obj/kernels/conv-s8.o $(BUILD)/obj/kernels/ref/add-s8.o
 $(INTMODE_VEC_OBJS): XFLAGS := -O3
+# the byte lookup tables' AVX-512 variant needs VBMI (checked at run time)
+$(BUILD)/obj/kernels/x86/lut-s8-avx512.o: CFLAGS += -mavx512vbmi

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/lut-s8.h"
 #include "model/op-conv.h"
 #include "model/op-quant.h"
 #include "model/qplan.h"
@@ -242,6 +243,60 @@ static enum qp_status lut_build(struct qp_qplan *p, const struct qp_op_ctx *c,
     return st;
 }
 
+struct lut_job {
+    const uint8_t *t, *x0, *x1; /* table; quantized inputs (x1: pairs) */
+    uint8_t *y;
+    struct qp_bcast b;           /* of x0 (and x1) to y */
+};
+
+static void lut_flat(void *ctx, size_t begin, size_t end)
+{
+    const struct lut_job *j = ctx;
+    if (!j->x1) {
+        qp_lut8_apply(j->t, j->x0 + begin, end - begin, j->y + begin);
+        return;
+    }
+    for (size_t i = begin; i < end; i++)
+        j->y[i] = j->t[(size_t)j->x0[i] << 8 | j->x1[i]];
+}
+
+/* Rows [begin, end) of the broadcast (innermost strides 0 or 1). */
+static void lut_rows(void *ctx, size_t begin, size_t end)
+{
+    const struct lut_job *j = ctx;
+    size_t inner = j->b.inner, nd = (size_t)j->b.nd;
+    for (size_t r = begin; r < end; r++) {
+        int64_t off[2];
+        qp_bcast_row(&j->b, r, off);
+        const uint8_t *a = j->x0 + off[0];
+        uint8_t *o = j->y + r * inner;
+        size_t sa = (size_t)j->b.stride[0][nd - 1];
+        if (!j->x1) {
+            if (sa)
+                qp_lut8_apply(j->t, a, inner, o);
+            else
+                memset(o, j->t[*a], inner);
+            continue;
+        }
+        const uint8_t *c = j->x1 + off[1];
+        size_t sc = (size_t)j->b.stride[1][nd - 1];
+        if (sa && sc) {
+            for (size_t i = 0; i < inner; i++)
+                o[i] = j->t[(size_t)a[i] << 8 | c[i]];
+        } else if (sc) { /* a fixed: row a of the pair table */
+            qp_lut8_apply(j->t + ((size_t)*a << 8), c, inner, o);
+        } else if (sa && inner >= 256) { /* c fixed: column c */
+            uint8_t col[256];
+            for (size_t k = 0; k < 256; k++)
+                col[k] = j->t[k << 8 | *c];
+            qp_lut8_apply(col, a, inner, o);
+        } else {
+            for (size_t i = 0; i < inner; i++)
+                o[i] = j->t[(size_t)a[i * sa] << 8 | *c];
+        }
+    }
+}
+
 /* An elementwise node through its table; the quantized inputs broadcast
  * to the output shape. */
 static enum qp_status run_lut(struct qp_qplan *p, const struct qp_op_ctx *c,
@@ -264,31 +319,17 @@ static enum qp_status run_lut(struct qp_qplan *p, const struct qp_op_ctx *c,
     if (st || (st = new_out(c, 0, &p->v[c->n->out[0]], d.ndim, d.shape, &out[0],
                             err)))
         return st;
-    struct qp_bcast b;
-    qp_bcast_init(&b, &d, qin, nq);
-    uint8_t *y = out[0]->data;
-    const uint8_t *t = q->lut, *x0 = qin[0]->data;
-    const uint8_t *x1 = nq == 2 ? qin[1]->data : NULL;
-    for (size_t r = 0, rows = b.inner ? b.total / b.inner : 0; r < rows; r++) {
-        int64_t off[2];
-        qp_bcast_row(&b, r, off);
-        const uint8_t *a = x0 + off[0];
-        uint8_t *o = y + r * b.inner;
-        size_t sa = (size_t)b.stride[0][b.nd - 1];
-        if (nq == 1) {
-            for (size_t i = 0; i < b.inner; i++)
-                o[i] = t[a[i * sa]];
-            continue;
-        }
-        const uint8_t *c2 = x1 + off[1];
-        size_t sb = (size_t)b.stride[1][b.nd - 1];
-        if (sa && sb)
-            for (size_t i = 0; i < b.inner; i++)
-                o[i] = t[(size_t)a[i] << 8 | c2[i]];
-        else
-            for (size_t i = 0; i < b.inner; i++)
-                o[i] = t[(size_t)a[i * sa] << 8 | c2[i * sb]];
-    }
+    struct lut_job j = {q->lut, qin[0]->data, nq == 2 ? qin[1]->data : NULL,
+                        out[0]->data, {0}};
+    qp_bcast_init(&j.b, &d, qin, nq);
+    size_t rows = j.b.inner ? j.b.total / j.b.inner : 0;
+    bool flat = qp_tensor_numel(qin[0]) == j.b.total &&
+                (nq == 1 || qp_tensor_numel(qin[1]) == j.b.total);
+    if (flat) /* no broadcast: one run of elements, split among threads */
+        qp_op_parallel_for(c, j.b.total, 1 << 16, lut_flat, &j);
+    else
+        qp_op_parallel_for(c, rows, rows * j.b.inner < (1 << 17) ? rows : 1,
+                           lut_rows, &j);
     return QP_OK;
 }
 
