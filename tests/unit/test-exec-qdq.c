@@ -156,10 +156,10 @@ QP_TEST(qdq_conv_matmul_add_round_as_each_runtime)
         run(ctx, g, QP_RQ_TFLITE_DOUBLE, in, in2, k == 2 ? tflite_add : tflite,
             &fused);
         CHECK_INT(fused, 1);
-        if (k < 2) { /* ORT has no integer add: the graph's float add */
-            run(ctx, g, QP_RQ_ORT, in, in2, even, &fused);
-            CHECK_INT(fused, 1);
-        }
+        /* ONNX Runtime on x86 fuses no group with int8 activations:
+         * DQ -> float -> Q, half to even here (model/qdq.c) */
+        run(ctx, g, QP_RQ_ORT, in, in2, even, &fused);
+        CHECK_INT(fused, 0);
         qp_graph_free(g);
     }
     qp_tensor_free(x4);
