@@ -80,6 +80,37 @@ static void rule_name(const char *name, char *buf, size_t size)
         buf[n - 3] = '\0';
 }
 
+/* A weight of fewer than 8 bits (per tensor or per channel) unpacked to
+ * int8 / uint8 with its parameters, as devices feed 4-bit weights to
+ * 8-bit kernels: the same integers, so the products are exact. */
+static enum qp_status unpack8(struct qp_tensor **w, struct qp_error *err)
+{
+    const struct qp_tensor *t = *w;
+    enum qp_dtype dt = qp_dtype_traits(t->dtype)->is_signed ? QP_DTYPE_I8
+                                                            : QP_DTYPE_U8;
+    struct qp_tensor *u;
+    enum qp_status st = qp_tensor_new(t->name, dt, t->ndim, t->shape, &u, err);
+    if (st)
+        return st;
+    size_t n = qp_tensor_numel(t);
+    for (size_t i = 0; i < n; i++) {
+        int32_t v = qp_packed_get(t->dtype, t->data, i);
+        if (dt == QP_DTYPE_I8)
+            ((int8_t *)u->data)[i] = (int8_t)v;
+        else
+            ((uint8_t *)u->data)[i] = (uint8_t)v;
+    }
+    const struct qp_qparams *qp = t->qp;
+    if ((st = qp_tensor_set_qparams(u, qp->count, qp->scale, qp->zero_point,
+                                    qp->axis, qp->block_size, err))) {
+        qp_tensor_free(u);
+        return st;
+    }
+    qp_tensor_free(*w);
+    *w = u;
+    return QP_OK;
+}
+
 static enum qp_status quantize_weight(struct qp_qplan *p, int i,
                                       enum qp_wlayout layout,
                                       const struct qp_wscheme *ws,
@@ -96,6 +127,9 @@ static enum qp_status quantize_weight(struct qp_qplan *p, int i,
     if (st)
         return st;
     qp_tensor_read_f32(q->w_q, 0, qp_tensor_numel(w), q->w_fake->data);
+    if (p->mode == QP_MODE_INT && ws->f.bits < 8 && ws->gran != QP_GRAN_GROUP &&
+        (st = unpack8(&q->w_q, err)))
+        return st;
     q->wq = true;
     q->ws = *ws;
     int oa, ia;
@@ -120,9 +154,11 @@ static const struct qp_wscheme *layer_scheme(const struct qp_qplan *p,
 
 /* ---- node kinds and values --------------------------------------------- */
 
+/* 8-bit (or narrower, unpacked) per-tensor or per-channel weights */
 static bool int_weights(const struct qp_qnode *q)
 {
-    return q->wq && q->ws.f.bits == 8 && q->ws.gran != QP_GRAN_GROUP;
+    return q->wq && q->ws.f.bits <= 8 && q->ws.gran != QP_GRAN_GROUP &&
+           (q->w_q->dtype == QP_DTYPE_I8 || q->w_q->dtype == QP_DTYPE_U8);
 }
 
 /* The int mode's way for node i; v[] of its inputs must be set. */
@@ -283,10 +319,18 @@ static enum qp_status check_int(const struct qp_qplan *p, struct qp_error *err)
     for (int i = 0; i < p->g->n_nodes; i++) {
         const struct qp_qnode *q = &p->n[i];
         if (q->wq && !int_weights(q))
-            return qp_fail(err, QP_E_UNSUPPORTED, "%s: int mode runs 8-bit "
-                           "per-tensor or per-channel weights, not w%u%s",
-                           qp_node_label(p->g, i, lab, sizeof lab), q->ws.f.bits,
-                           q->ws.gran == QP_GRAN_GROUP ? " group-wise" : "");
+            return qp_fail(err, QP_E_UNSUPPORTED, "%s: int mode runs per-tensor "
+                           "or per-channel weights of 2 to 8 bits (narrower ones "
+                           "unpacked to int8, as devices run them), not %s w%u: "
+                           "%s; use --mode fake",
+                           qp_node_label(p->g, i, lab, sizeof lab),
+                           q->ws.gran == QP_GRAN_GROUP ? "group-wise" : "these",
+                           q->ws.f.bits,
+                           q->ws.gran == QP_GRAN_GROUP
+                               ? "group-wise weights need a scale per group of "
+                                 "the reduction, which the integer kernels "
+                                 "(one scale per output channel) do not have"
+                               : "the integer kernels take 8-bit weights");
     }
     return QP_OK;
 }

@@ -38,8 +38,10 @@
  * float operator on every input code, as NPUs do (the same values as
  * dequantizing, computing in float and quantizing each element); every
  * other operator dequantizes its inputs, computes in float and quantizes
- * its outputs. The int mode needs 8-bit activations and
- * 8-bit per-tensor or per-channel weights. */
+ * its outputs. The int mode needs 8-bit activations and per-tensor or
+ * per-channel weights of up to 8 bits (narrower ones unpacked to int8, as
+ * devices feed 4-bit weights to 8-bit kernels: exact); group-wise weights
+ * are refused. */
 #ifndef QP_MODEL_QPLAN_H
 #define QP_MODEL_QPLAN_H
 

@@ -133,11 +133,12 @@ static long node_lsb(struct qp_qplan *ip, int i, const struct store *s,
 }
 
 static void check_flavor(struct qp_test_ctx *ctx, const struct qp_graph *g,
-                         const struct qp_tensor *x, enum qp_rq_flavor flavor)
+                         const struct qp_tensor *x, enum qp_rq_flavor flavor,
+                         const char *scheme)
 {
     struct qp_error err;
     struct qp_scheme sc;
-    REQUIRE_OK(qp_scheme_parse("w8c+a8t", &sc, NULL, &err), &err);
+    REQUIRE_OK(qp_scheme_parse(scheme, &sc, NULL, &err), &err);
     struct qp_qplan *fp = NULL, *ip = NULL;
     struct qp_qplan_opts fo = {QP_MODE_FAKE, &sc, NULL, flavor};
     struct qp_qplan_opts io = {QP_MODE_INT, &sc, NULL, flavor};
@@ -173,9 +174,9 @@ static void check_flavor(struct qp_test_ctx *ctx, const struct qp_graph *g,
                 printf("    %s off by %ld LSB\n", lab, lsb);
         }
     }
-    printf("int vs fake (%s): %d integer-kernel layers (1 LSB allowed) and %d "
-           "other nodes (exact) checked, %d beyond\n", qp_rq_flavor_name(flavor),
-           kernels, others, bad);
+    printf("int vs fake (%s, %s): %d integer-kernel layers (1 LSB allowed) and "
+           "%d other nodes (exact) checked, %d beyond\n", scheme,
+           qp_rq_flavor_name(flavor), kernels, others, bad);
     CHECK(kernels >= 40);
     for (int v = 0; v < g->n_values; v++)
         qp_tensor_free(s.t[v]);
@@ -194,8 +195,21 @@ QP_TEST(qmode_int_layers_match_fake_layers_on_the_recognizer)
     REQUIRE_OK(qp_model_load_onnx(path, NULL, &g, &err), &err);
     struct qp_tensor *x = image("x", 48, 320);
     REQUIRE(x);
-    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE);
-    check_flavor(ctx, g, x, QP_RQ_ORT);
+    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE, "w8c+a8t");
+    check_flavor(ctx, g, x, QP_RQ_ORT, "w8c+a8t");
+    /* 4-bit weights run on the int8 kernels, unpacked */
+    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE, "w4c+a8t");
+    /* group-wise weights are refused, saying why */
+    struct qp_scheme sc;
+    struct qp_qplan *ip = NULL;
+    REQUIRE_OK(qp_scheme_parse("w4g32+a8t", &sc, NULL, &err), &err);
+    struct qp_qplan_opts io = {QP_MODE_INT, &sc, NULL, QP_RQ_TFLITE_DOUBLE};
+    const struct qp_tensor *feed[1] = {x};
+    REQUIRE_OK(qp_qplan_new(g, &io, &ip, &err), &err);
+    CHECK_OK(qp_qplan_calibrate(ip, feed, &err), &err);
+    CHECK_FAILS(qp_qplan_finish(ip, &err), QP_E_UNSUPPORTED, &err,
+                "group-wise w4: group-wise weights need a scale per group");
+    qp_qplan_free(ip);
     qp_tensor_free(x);
     qp_graph_free(g);
 }
