@@ -335,6 +335,13 @@ static enum qp_status run_lut(struct qp_qplan *p, const struct qp_op_ctx *c,
 
 /* ---- Conv ---------------------------------------------------------------- */
 
+/* Spatial extents of x as 2-D (a 1-D convolution has height 1). */
+static void conv_hw(const struct qp_tensor *x, size_t *h, size_t *w)
+{
+    *h = x->ndim == 4 ? (size_t)x->shape[2] : 1;
+    *w = (size_t)x->shape[x->ndim - 1];
+}
+
 static enum qp_status conv_prepare(struct qp_qplan *p, const struct qp_op_ctx *c,
                                    const struct qp_tensor *x,
                                    struct qp_error *err)
@@ -342,9 +349,9 @@ static enum qp_status conv_prepare(struct qp_qplan *p, const struct qp_op_ctx *c
     struct qp_qnode *q = &p->n[c->node];
     const struct qp_tensor *w = q->w_q;
     struct qp_conv_nd nd;
-    int64_t kernel[2] = {w->shape[2], w->shape[3]};
-    enum qp_status st = qp_window_geom(c, x->shape + 2, 2, kernel, QP_WINDOW_CONV,
-                                       &nd, err);
+    int nsp = x->ndim - 2;
+    enum qp_status st = qp_window_geom(c, x->shape + 2, nsp, w->shape + 2,
+                                       QP_WINDOW_CONV, &nd, err);
     if (st)
         return st;
     if (q->conv_ready)
@@ -353,10 +360,6 @@ static enum qp_status conv_prepare(struct qp_qplan *p, const struct qp_op_ctx *c
     const struct qp_qval *vi = &p->v[c->n->in[0]];
     struct qp_conv_s8_params cp = {
         .layout = QP_CONV_NCHW,
-        .geom = {(size_t)x->shape[2], (size_t)x->shape[3], (size_t)kernel[0],
-                 (size_t)kernel[1], (size_t)nd.stride[0], (size_t)nd.stride[1],
-                 (size_t)nd.dilation[0], (size_t)nd.dilation[1], (size_t)nd.pad[0],
-                 (size_t)nd.pad[1], (size_t)nd.pad_end[0], (size_t)nd.pad_end[1]},
         .in_c = (size_t)x->shape[1],
         .out_c = (size_t)w->shape[0],
         .groups = (size_t)qp_attr_int(c->n, "group", 1),
@@ -368,29 +371,34 @@ static enum qp_status conv_prepare(struct qp_qplan *p, const struct qp_op_ctx *c
         .bias = q->b_int,
         .rq = &q->rq,
     };
+    qp_conv_nd_to_s8(&nd, &cp.geom);
     if ((st = qp_conv_s8_prepare(&q->conv, &cp, w->data, err)))
         return qp_op_fail(err, c, st, "%s", err->msg);
     q->conv_ready = true;
-    q->conv_h = (size_t)x->shape[2];
-    q->conv_w = (size_t)x->shape[3];
+    conv_hw(x, &q->conv_h, &q->conv_w);
     return QP_OK;
 }
 
+/* Conv, 1-D as 2-D of height 1 (the same NCHW bytes) */
 static enum qp_status run_conv(struct qp_qplan *p, const struct qp_op_ctx *c,
                                struct qp_tensor **out, struct qp_error *err)
 {
     struct qp_qnode *q = &p->n[c->node];
     const struct qp_tensor *x = c->in[0];
     enum qp_status st;
-    if (x->ndim != 4 || x->shape[1] != q->w_q->shape[1] * qp_attr_int(c->n, "group", 1))
+    size_t h, w;
+    if (x->ndim != q->w_q->ndim ||
+        x->shape[1] != q->w_q->shape[1] * qp_attr_int(c->n, "group", 1))
         return qp_op_fail(err, c, QP_E_SHAPE, "input does not fit the weight");
-    if ((!q->conv_ready || q->conv_h != (size_t)x->shape[2] ||
-         q->conv_w != (size_t)x->shape[3]) &&
+    conv_hw(x, &h, &w);
+    if ((!q->conv_ready || q->conv_h != h || q->conv_w != w) &&
         (st = conv_prepare(p, c, x, err)))
         return st;
     int64_t shape[4] = {x->shape[0], q->w_q->shape[0], (int64_t)q->conv.out_h,
                         (int64_t)q->conv.out_w};
-    if ((st = new_out(c, 0, &p->v[c->n->out[0]], 4, shape, &out[0], err)))
+    if (x->ndim == 3)
+        shape[2] = shape[3];
+    if ((st = new_out(c, 0, &p->v[c->n->out[0]], x->ndim, shape, &out[0], err)))
         return st;
     size_t need = qp_conv_s8_scratch_size(&q->conv, (size_t)x->shape[0]);
     void *scratch = need ? qp_op_scratch(c, need) : NULL;
@@ -434,6 +442,34 @@ static enum qp_status run_const_matmul(struct qp_qplan *p,
         return st;
     size_t rows = k ? qp_tensor_numel(a) / k : 0;
     return gemm_rows(c, &q->gemm, a->data, rows, out[0]->data, err);
+}
+
+/* Gemm with transA: A [K, M] transposed to [M, K] rows first */
+static enum qp_status run_gemm_ta(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                  struct qp_tensor **out, struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    const struct qp_tensor *a = c->in[0];
+    size_t k = q->gemm.k, n = q->gemm.n;
+    if (a->ndim != 2 || (size_t)a->shape[0] != k)
+        return qp_op_fail(err, c, QP_E_SHAPE, "input does not fit the weight");
+    size_t m = (size_t)a->shape[1];
+    int64_t shape[2] = {(int64_t)m, (int64_t)n};
+    enum qp_status st = new_out(c, 0, &p->v[c->n->out[0]], 2, shape, &out[0], err);
+    if (st)
+        return st;
+    /* the transposed rows after the gemm's own scratch */
+    size_t need = qp_gemm_s8_scratch_size(&q->gemm, m);
+    uint8_t *s = qp_op_scratch(c, need + m * k + 1);
+    if (!s)
+        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    uint8_t *at = s + need;
+    const uint8_t *ad = a->data;
+    for (size_t r = 0; r < k; r++)
+        for (size_t j = 0; j < m; j++)
+            at[j * k + r] = ad[r * m + j];
+    return qp_gemm_s8_run(&q->gemm, at, m, k, out[0]->data, n, need ? s : NULL,
+                          err);
 }
 
 /* Activation x activation. */
@@ -486,6 +522,9 @@ enum qp_status qp_qplan_run_int(struct qp_qplan *p, const struct qp_op_ctx *c,
     switch (p->n[c->node].kind) {
     case QP_QK_CONV: st = run_conv(p, c, out, err); break;
     case QP_QK_GEMM:
+        st = qp_attr_int(c->n, "transA", 0) ? run_gemm_ta(p, c, out, err)
+                                            : run_const_matmul(p, c, out, err);
+        break;
     case QP_QK_MATMUL:
         st = p->n[c->node].gemm_ready ? run_const_matmul(p, c, out, err)
                                       : run_dyn_matmul(p, c, out, err);

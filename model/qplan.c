@@ -174,7 +174,7 @@ static enum qp_qkind node_kind(const struct qp_qplan *p, int i)
     if (!in0)
         return QP_QK_FLOAT;
     int wrank = q->wq ? q->w_q->ndim : 0;
-    if (out0 && is_op(n, "Conv") && int_weights(q) && wrank == 4)
+    if (out0 && is_op(n, "Conv") && int_weights(q) && (wrank == 4 || wrank == 3))
         return QP_QK_CONV;
     if (out0 && is_op(n, "MatMul") && ((int_weights(q) && wrank == 2) || in1))
         return QP_QK_MATMUL;
@@ -184,7 +184,7 @@ static enum qp_qkind node_kind(const struct qp_qplan *p, int i)
                    (cc && (qp_tensor_numel(cc) == q->out_c ||
                            qp_tensor_numel(cc) == 1) && cc->ndim <= 1);
     if (out0 && is_op(n, "Gemm") && int_weights(q) && bias_ok &&
-        !qp_attr_int(n, "transA", 0) && qp_attr_float(n, "alpha", 1.0f) == 1.0f &&
+        qp_attr_float(n, "alpha", 1.0f) == 1.0f &&
         qp_attr_float(n, "beta", 1.0f) == 1.0f)
         return QP_QK_GEMM;
     if (out0 && is_op(n, "Add") && in1)

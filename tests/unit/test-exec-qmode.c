@@ -134,7 +134,7 @@ static long node_lsb(struct qp_qplan *ip, int i, const struct store *s,
 
 static void check_flavor(struct qp_test_ctx *ctx, const struct qp_graph *g,
                          const struct qp_tensor *x, enum qp_rq_flavor flavor,
-                         const char *scheme)
+                         const char *scheme, int min_kernels)
 {
     struct qp_error err;
     struct qp_scheme sc;
@@ -177,7 +177,7 @@ static void check_flavor(struct qp_test_ctx *ctx, const struct qp_graph *g,
     printf("int vs fake (%s, %s): %d integer-kernel layers (1 LSB allowed) and "
            "%d other nodes (exact) checked, %d beyond\n", scheme,
            qp_rq_flavor_name(flavor), kernels, others, bad);
-    CHECK(kernels >= 40);
+    CHECK(kernels >= min_kernels);
     for (int v = 0; v < g->n_values; v++)
         qp_tensor_free(s.t[v]);
     free(s.t);
@@ -195,10 +195,10 @@ QP_TEST(qmode_int_layers_match_fake_layers_on_the_recognizer)
     REQUIRE_OK(qp_model_load_onnx(path, NULL, &g, &err), &err);
     struct qp_tensor *x = image("x", 48, 320);
     REQUIRE(x);
-    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE, "w8c+a8t");
-    check_flavor(ctx, g, x, QP_RQ_ORT, "w8c+a8t");
+    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE, "w8c+a8t", 40);
+    check_flavor(ctx, g, x, QP_RQ_ORT, "w8c+a8t", 40);
     /* 4-bit weights run on the int8 kernels, unpacked */
-    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE, "w4c+a8t");
+    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE, "w4c+a8t", 40);
     /* group-wise weights are refused, saying why */
     struct qp_scheme sc;
     struct qp_qplan *ip = NULL;
@@ -274,5 +274,60 @@ QP_TEST(qmode_recipe_rules_pick_layers_by_weight_name)
     }
     qp_qplan_free(p);
     qp_recipe_free(r);
+    qp_graph_free(g);
+}
+
+/* A constant float tensor of shape with deterministic values in +-amp. */
+static struct qp_tensor *konst_f32(const char *name, int nd, const int64_t *shape,
+                                   float amp, uint32_t seed)
+{
+    struct qp_tensor *t;
+    struct qp_error err;
+    if (qp_tensor_new(name, QP_DTYPE_F32, nd, shape, &t, &err))
+        return NULL;
+    for (size_t i = 0; i < qp_tensor_numel(t); i++) {
+        seed = seed * 1664525u + 1013904223u;
+        ((float *)t->data)[i] = amp * ((float)(seed >> 8) / 8388608.0f - 1.0f);
+    }
+    return t;
+}
+
+QP_TEST(qmode_int_conv1d_and_gemm_transa_match_fake_layers)
+{
+    /* x [1,4,20] -> Conv 1-D (w [6,4,3], pads 1, stride 1) -> [1,6,20]
+     * -> Flatten(axis 2) [6,20] -> Gemm(transA: A^T [20,6] . w2 [6,5] + b)
+     * -> [20,5]: both integer layers within 1 LSB of the fake mode */
+    struct qp_error err;
+    struct qp_graph *g;
+    REQUIRE_OK(qp_graph_new("c1", &g, &err), &err);
+    int64_t xs[3] = {1, 4, 20}, ws[3] = {6, 4, 3}, w2s[2] = {6, 5}, bs[1] = {5};
+    struct qp_tensor *w = konst_f32("w", 3, ws, 0.5f, 1);
+    struct qp_tensor *w2 = konst_f32("w2", 2, w2s, 0.7f, 2);
+    struct qp_tensor *b = konst_f32("b", 1, bs, 0.3f, 3);
+    REQUIRE(w && w2 && b);
+    REQUIRE_OK(qp_graph_add_input(g, "x", QP_DTYPE_F32, 3, xs, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, w, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, w2, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, b, &err), &err);
+    const char *ci[2] = {"x", "w"}, *co[1] = {"c"}, *fi[1] = {"c"}, *fo[1] = {"f"};
+    const char *gi[3] = {"f", "w2", "b"}, *go[1] = {"y"};
+    int id;
+    REQUIRE_OK(qp_graph_add_node(g, "Conv", "", 13, "conv", 2, ci, 1, co, &id, &err),
+               &err);
+    const int64_t pads[2] = {1, 1};
+    REQUIRE_OK(qp_node_set_ints(&g->nodes[id], "pads", pads, 2, &err), &err);
+    REQUIRE_OK(qp_graph_add_node(g, "Flatten", "", 13, "flat", 1, fi, 1, fo, &id, &err),
+               &err);
+    REQUIRE_OK(qp_node_set_int(&g->nodes[id], "axis", 2, &err), &err);
+    REQUIRE_OK(qp_graph_add_node(g, "Gemm", "", 13, "gemm", 3, gi, 1, go, &id, &err),
+               &err);
+    REQUIRE_OK(qp_node_set_int(&g->nodes[id], "transA", 1, &err), &err);
+    REQUIRE_OK(qp_graph_add_output(g, "y", &err), &err);
+    REQUIRE_OK(qp_graph_finalize(g, &err), &err);
+    struct qp_tensor *x = konst_f32("x", 3, xs, 2.0f, 4);
+    REQUIRE(x);
+    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE, "w8c+a8t", 2);
+    check_flavor(ctx, g, x, QP_RQ_ORT, "w8t+a8tz", 2);
+    qp_tensor_free(x);
     qp_graph_free(g);
 }
