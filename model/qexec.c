@@ -58,7 +58,7 @@ static void fake_dynamic(const struct qp_qplan *p, const struct qp_qval *v,
                 hi = x[i] > hi ? x[i] : hi;
             }
         struct qp_qval dv = *v;
-        qp_qparams_from_range(&p->acts.f, p->round, lo, hi, &dv.scale, &dv.zp);
+        qp_qparams_from_range(&v->as.f, p->round, lo, hi, &dv.scale, &dv.zp);
         fake_quantize(p, &dv, x + r, row, NULL);
     }
 }
@@ -68,7 +68,7 @@ static enum qp_status fake_apply(const struct qp_qplan *p, int v,
 {
     if (!p->v[v].quant || p->v[v].inherited || t->dtype != QP_DTYPE_F32)
         return QP_OK;
-    if (p->acts.dynamic) {
+    if (p->v[v].as.dynamic) {
         fake_dynamic(p, &p->v[v], t);
         return QP_OK;
     }

@@ -138,17 +138,23 @@ static enum qp_status quantize_weight(struct qp_qplan *p, int i,
     return QP_OK;
 }
 
-/* The weight scheme of node i, or NULL when it stays float. */
-static const struct qp_wscheme *layer_scheme(const struct qp_qplan *p,
-                                             const struct qp_qplan_opts *o,
-                                             const char *weight)
+/* The recipe rule matching weight name (NULL: none, or a scheme run). */
+static const struct qp_recipe_rule *layer_rule(const struct qp_qplan_opts *o,
+                                               const char *weight)
+{
+    if (o->scheme)
+        return NULL;
+    char name[512];
+    rule_name(weight, name, sizeof name);
+    return qp_recipe_lookup(o->recipe, name);
+}
+
+/* The weight scheme of a layer, or NULL when it stays float. */
+static const struct qp_wscheme *layer_scheme(const struct qp_qplan_opts *o,
+                                             const struct qp_recipe_rule *r)
 {
     if (o->scheme)
         return &o->scheme->w;
-    char name[512];
-    rule_name(weight, name, sizeof name);
-    const struct qp_recipe_rule *r = qp_recipe_lookup(o->recipe, name);
-    (void)p;
     return r && !r->fp32 ? &r->scheme.w : NULL;
 }
 
@@ -169,7 +175,7 @@ static enum qp_qkind node_kind(const struct qp_qplan *p, int i)
     const struct qp_qnode *q = &p->n[i];
     bool in0 = n->n_in > 0 && n->in[0] >= 0 && p->v[n->in[0]].quant;
     bool in1 = n->n_in > 1 && n->in[1] >= 0 && p->v[n->in[1]].quant;
-    bool out0 = p->has_acts && n->n_out > 0 && n->out[0] >= 0 &&
+    bool out0 = n->n_out > 0 && n->out[0] >= 0 && p->v[n->out[0]].has_as &&
                 p->v[n->out[0]].f32;
     if (!in0)
         return QP_QK_FLOAT;
@@ -216,8 +222,8 @@ static bool lut_ok(const struct qp_qplan *p, int i)
 {
     const struct qp_graph *g = p->g;
     const struct qp_node *n = &g->nodes[i];
-    if (!elementwise(n) || n->n_out != 1 || n->out[0] < 0 || !p->has_acts ||
-        !p->v[n->out[0]].f32 || p->n[i].wq)
+    if (!elementwise(n) || n->n_out != 1 || n->out[0] < 0 ||
+        !p->v[n->out[0]].has_as || !p->v[n->out[0]].f32 || p->n[i].wq)
         return false;
     int quant = 0;
     for (int k = 0; k < n->n_in; k++) {
@@ -247,7 +253,7 @@ static void plan_values(struct qp_qplan *p)
     const struct qp_graph *g = p->g;
     for (int k = 0; k < g->n_inputs; k++) {
         int v = g->inputs[k];
-        p->v[v].quant = p->has_acts && p->v[v].f32;
+        p->v[v].quant = p->v[v].has_as && p->v[v].f32;
     }
     for (int oi = 0; oi < g->n_nodes; oi++) {
         int i = g->order[oi];
@@ -260,7 +266,7 @@ static void plan_values(struct qp_qplan *p)
             int v = n->out[k];
             if (v < 0)
                 continue;
-            p->v[v].quant = p->has_acts && p->v[v].f32 && activation(g, v);
+            p->v[v].quant = p->v[v].has_as && p->v[v].f32 && activation(g, v);
             p->v[v].inherited = p->v[v].quant && inherit && k == 0;
         }
     }
@@ -312,9 +318,13 @@ static enum qp_status check_int(const struct qp_qplan *p, struct qp_error *err)
     if (!p->has_acts)
         return qp_fail(err, QP_E_UNSUPPORTED, "int mode needs activations in "
                        "the scheme (e.g. w8c+a8t)");
-    if (p->acts.f.bits != 8 || p->acts.dynamic)
-        return qp_fail(err, QP_E_UNSUPPORTED, "int mode runs 8-bit static "
-                       "per-tensor activations ('a8t' or 'a8tz')");
+    for (int v = 0; v < p->g->n_values; v++) {
+        const struct qp_qval *q = &p->v[v];
+        if (q->quant && (q->as.f.bits != 8 || q->as.dynamic))
+            return qp_fail(err, QP_E_UNSUPPORTED, "activation '%s': int mode runs "
+                           "8-bit static per-tensor activations ('a8t' or "
+                           "'a8tz')", p->g->values[v].name);
+    }
     char lab[256];
     for (int i = 0; i < p->g->n_nodes; i++) {
         const struct qp_qnode *q = &p->n[i];
@@ -365,13 +375,25 @@ enum qp_status qp_qplan_new(const struct qp_graph *g,
     p->has_acts = acts_from && acts_from->has_acts;
     if (p->has_acts)
         p->acts = acts_from->a;
+    for (int v = 0; p->v && v < g->n_values; v++) {
+        p->v[v].has_as = p->has_acts;
+        p->v[v].as = p->acts;
+    }
     char lab[256];
     for (int i = 0; !st && i < g->n_nodes; i++) {
         enum qp_wlayout layout;
-        if (!weighted(g, &g->nodes[i], &layout))
+        const struct qp_node *n = &g->nodes[i];
+        if (!weighted(g, n, &layout))
             continue;
-        const struct qp_wscheme *ws =
-            layer_scheme(p, o, g->values[g->nodes[i].in[1]].name);
+        const struct qp_recipe_rule *r = layer_rule(o, g->values[n->in[1]].name);
+        const struct qp_wscheme *ws = layer_scheme(o, r);
+        if (r && n->n_out > 0 && n->out[0] >= 0 && (r->fp32 || r->scheme.has_acts)) {
+            struct qp_qval *out = &p->v[n->out[0]];
+            out->has_as = !r->fp32;
+            if (!r->fp32)
+                out->as = r->scheme.a;
+            p->has_acts |= out->has_as;
+        }
         if (ws && (st = quantize_weight(p, i, layout, ws, err)))
             qp_error_prefix(err, "%s: ", qp_node_label(g, i, lab, sizeof lab));
     }
@@ -393,10 +415,10 @@ static enum qp_status observe(void *ctx, const struct qp_graph *g, int v,
     if (t->dtype != QP_DTYPE_F32 || !activation(g, v))
         return QP_OK;
     p->v[v].f32 = true;
-    if (!p->has_acts || p->acts.dynamic) /* dynamic: ranges at run time */
+    if (!p->v[v].has_as || p->v[v].as.dynamic) /* dynamic: ranges at run time */
         return QP_OK;
     if (!p->obs[v]) {
-        struct qp_observer_opts oo = qp_observer_opts_from_scheme(&p->acts);
+        struct qp_observer_opts oo = qp_observer_opts_from_scheme(&p->v[v].as);
         enum qp_status st = qp_observer_new(&oo, &p->obs[v], err);
         if (st)
             return st;
@@ -429,13 +451,13 @@ static enum qp_status act_params(struct qp_qplan *p, int v, struct qp_error *err
 {
     struct qp_qval *q = &p->v[v];
     float lo, hi;
-    enum qp_status st = qp_observer_range(p->obs[v], &p->acts.f, p->round, &lo,
+    enum qp_status st = qp_observer_range(p->obs[v], &q->as.f, p->round, &lo,
                                           &hi, err);
     if (st)
         return qp_error_prefix(err, "activation '%s': ", p->g->values[v].name);
-    qp_qparams_from_range(&p->acts.f, p->round, lo, hi, &q->scale, &q->zp);
-    q->dtype = qp_qformat_dtype(&p->acts.f);
-    qp_qformat_range(&p->acts.f, &q->qmin, &q->qmax);
+    qp_qparams_from_range(&q->as.f, p->round, lo, hi, &q->scale, &q->zp);
+    q->dtype = qp_qformat_dtype(&q->as.f);
+    qp_qformat_range(&q->as.f, &q->qmin, &q->qmax);
     return QP_OK;
 }
 
@@ -447,7 +469,7 @@ static enum qp_status round_bias(struct qp_qplan *p, int i, struct qp_error *err
     struct qp_qnode *q = &p->n[i];
     int bi = n->n_in > 2 ? n->in[2] : -1;
     const struct qp_tensor *b = bi >= 0 ? g->values[bi].konst : NULL;
-    if (!q->wq || n->in[0] < 0 || !p->v[n->in[0]].quant || p->acts.dynamic)
+    if (!q->wq || n->in[0] < 0 || !p->v[n->in[0]].quant || p->v[n->in[0]].as.dynamic)
         return QP_OK;
     if (bi >= 0 && (!b || b->dtype != QP_DTYPE_F32 ||
                     (qp_tensor_numel(b) != q->out_c && qp_tensor_numel(b) != 1)))
@@ -485,9 +507,9 @@ enum qp_status qp_qplan_finish(struct qp_qplan *p, struct qp_error *err)
     for (int v = 0; !st && v < g->n_values; v++) {
         if (!p->v[v].quant || p->v[v].inherited)
             continue;
-        if (p->acts.dynamic) { /* the format only; scales per row at run time */
-            p->v[v].dtype = qp_qformat_dtype(&p->acts.f);
-            qp_qformat_range(&p->acts.f, &p->v[v].qmin, &p->v[v].qmax);
+        if (p->v[v].as.dynamic) { /* the format only; scales per row at run time */
+            p->v[v].dtype = qp_qformat_dtype(&p->v[v].as.f);
+            qp_qformat_range(&p->v[v].as.f, &p->v[v].qmin, &p->v[v].qmax);
             continue;
         }
         st = act_params(p, v, err);

@@ -13,7 +13,11 @@
  *
  * Activations. With an activation part in the scheme (the recipe's
  * default), every float activation (graph inputs and node outputs) is
- * quantized per tensor with the format the scheme names; ranges come from
+ * quantized per tensor with the format the scheme names. A recipe rule
+ * that matches a layer's weight also sets that layer's output activation:
+ * the rule's activation part when it has one ("w8c+a16t"), none when the
+ * rule is "fp32" (the output stays float), the default's when the rule
+ * names weights only ("w4c"); ranges come from
  * observers (min/max, ema, percentile, MSE, KL as the scheme says) fed by
  * fp32 runs over the calibration inputs. Operators that only move values
  * (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, Dropout,
@@ -87,6 +91,8 @@ struct qp_qval {
     int32_t zp;
     enum qp_dtype dtype; /* i8 (symmetric) or u8 (asymmetric) */
     int32_t qmin, qmax;
+    bool has_as;         /* quantized with scheme `as` (else left float) */
+    struct qp_ascheme as;
 };
 
 struct qp_qnode {

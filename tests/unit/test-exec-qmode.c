@@ -331,3 +331,53 @@ QP_TEST(qmode_int_conv1d_and_gemm_transa_match_fake_layers)
     qp_tensor_free(x);
     qp_graph_free(g);
 }
+
+QP_TEST(qmode_recipe_rules_pick_the_layer_output_activation)
+{
+    /* x -> conv1 (w1) -> c1 -> conv2 (w2) -> y. Default w8c+a8t; w1's rule
+     * w8c+a16t makes c1 16-bit; w2's rule fp32 leaves y float; x keeps the
+     * default's 8 bits */
+    struct qp_error err;
+    struct qp_graph *g;
+    REQUIRE_OK(qp_graph_new("r2", &g, &err), &err);
+    int64_t xs[4] = {1, 2, 3, 3}, ws[4] = {2, 2, 1, 1};
+    struct qp_tensor *w1 = konst_f32("w1", 4, ws, 0.5f, 5);
+    struct qp_tensor *w2 = konst_f32("w2", 4, ws, 0.5f, 6);
+    REQUIRE(w1 && w2);
+    REQUIRE_OK(qp_graph_add_input(g, "x", QP_DTYPE_F32, 4, xs, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, w1, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, w2, &err), &err);
+    const char *c1[2] = {"x", "w1"}, *o1[1] = {"c1"}, *c2[2] = {"c1", "w2"},
+               *o2[1] = {"y"};
+    REQUIRE_OK(qp_graph_add_node(g, "Conv", "", 13, "conv1", 2, c1, 1, o1, NULL, &err),
+               &err);
+    REQUIRE_OK(qp_graph_add_node(g, "Conv", "", 13, "conv2", 2, c2, 1, o2, NULL, &err),
+               &err);
+    REQUIRE_OK(qp_graph_add_output(g, "y", &err), &err);
+    REQUIRE_OK(qp_graph_finalize(g, &err), &err);
+    struct qp_recipe *r;
+    REQUIRE_OK(qp_recipe_parse("{\"qprobe_recipe\": 1, \"default\": \"w8c+a8t\", "
+                               "\"layers\": {\"w1\": \"w8c+a16t\", \"w2\": \"fp32\"}}",
+                               "r", &r, &err), &err);
+    struct qp_qplan *p;
+    struct qp_qplan_opts o = {QP_MODE_FAKE, NULL, r, QP_RQ_TFLITE_DOUBLE};
+    REQUIRE_OK(qp_qplan_new(g, &o, &p, &err), &err);
+    struct qp_tensor *x = konst_f32("x", 4, xs, 1.0f, 7);
+    const struct qp_tensor *feed[1] = {x};
+    REQUIRE(x);
+    CHECK_OK(qp_qplan_calibrate(p, feed, &err), &err);
+    CHECK_OK(qp_qplan_finish(p, &err), &err);
+    int vx = qp_graph_find(g, "x"), v1 = qp_graph_find(g, "c1"), vy = qp_graph_find(g, "y");
+    REQUIRE(vx >= 0 && v1 >= 0 && vy >= 0);
+    CHECK(p->v[vx].quant);
+    CHECK_INT(p->v[vx].dtype, QP_DTYPE_I8);
+    CHECK(p->v[v1].quant);
+    CHECK_INT(p->v[v1].as.f.bits, 16);
+    CHECK_INT(p->v[v1].dtype, QP_DTYPE_I16);
+    CHECK_INT(p->v[v1].qmax, 32767);
+    CHECK(!p->v[vy].quant);
+    qp_qplan_free(p);
+    qp_recipe_free(r);
+    qp_tensor_free(x);
+    qp_graph_free(g);
+}
