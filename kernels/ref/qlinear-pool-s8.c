@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "kernels/kern-util.h"
+#include "kernels/ref/round-impl.h"
 #include "kernels/requant.h"
 
 #if FLT_EVAL_METHOD != 0
@@ -47,16 +48,6 @@ enum qp_status qp_qlin_gavgpool_ref(enum qp_dtype dt, const void *x,
     return QP_OK;
 }
 
-/* round(v) half to even, exactly (v - floor(v) is exact) */
-static float round_even(float v)
-{
-    float f = floorf(v);
-    float d = v - f;
-    if (d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f))
-        f += 1.0f;
-    return f;
-}
-
 enum qp_status qp_qlin_avgpool_ref(const struct qp_qlin_pool *p,
                                    const void *x, size_t planes, void *y,
                                    struct qp_error *err)
@@ -93,7 +84,7 @@ enum qp_status qp_qlin_avgpool_ref(const struct qp_qlin_pool *p,
                                     ? (int64_t)(g->kernel_h * g->kernel_w)
                                     : (h1 - h0) * (w1 - w0);
                 sum /= (float)count;
-                float v = round_even(sum / p->y.scale + (float)p->y.zp);
+                float v = qp_round_even_f(sum / p->y.scale + (float)p->y.zp);
                 /* static_cast<int32_t> as x86 does it (INT32_MIN when out
                  * of range), then the clamp */
                 int32_t q = v >= -2147483648.0f && v < 2147483648.0f

@@ -8,22 +8,12 @@
 
 #include "kernels/kern-util.h"
 #include "kernels/quantize-act.h"
+#include "kernels/ref/round-impl.h"
 #include "kernels/requant.h"
 
 #if FLT_EVAL_METHOD != 0
 #error "qlinear: float arithmetic must be evaluated in its own type"
 #endif
-
-/* Round half to even without the floating-point environment (y - floor(y)
- * is exact). */
-static float round_even(float y)
-{
-    float f = floorf(y);
-    float d = y - f;
-    if (d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f))
-        f += 1.0f;
-    return f;
-}
 
 /* cvtps2dq (round half to even; INT32_MIN for NaN and out of range), then
  * the saturating packs to int16 and to the dtype. */
@@ -31,7 +21,7 @@ static int32_t to_dtype(enum qp_dtype dt, float y)
 {
     int32_t r = INT32_MIN;
     if (y >= -2147483648.0f && y < 2147483648.0f)
-        r = (int32_t)round_even(y);
+        r = (int32_t)qp_round_even_f(y);
     int32_t lo = dt == QP_DTYPE_I8 ? -128 : 0, hi = dt == QP_DTYPE_I8 ? 127 : 255;
     return r < lo ? lo : r > hi ? hi : r;
 }

@@ -39,6 +39,17 @@ static inline size_t qp_qa_size(enum qp_dtype dt)
          : dt == QP_DTYPE_I32 ? 4 : 2;
 }
 
+/* The SIMD rows' dispatch on the flavor: call (using F) with F a constant,
+ * so each flavor's loop is straight-line (pytorch and xnnpack share one
+ * arithmetic). */
+#define BY_FLAVOR(call)                                                        \
+    switch (f) {                                                               \
+    case QP_QA_ONNX: { const enum qp_qa_flavor F = QP_QA_ONNX; call; } break;  \
+    case QP_QA_PYTORCH:                                                        \
+    case QP_QA_XNNPACK: { const enum qp_qa_flavor F = QP_QA_XNNPACK; call; } break; \
+    default: { const enum qp_qa_flavor F = QP_QA_TFLITE; call; } break;        \
+    }
+
 #if defined(__x86_64__) || defined(__i386__)
 void qp_qa_row_avx2(enum qp_qa_flavor f, const float *x, size_t n, float scale,
                     int32_t zp, int32_t qmin, int32_t qmax, enum qp_dtype dt,

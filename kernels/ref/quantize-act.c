@@ -2,11 +2,11 @@
  * runtime, dequantization and ONNX DynamicQuantizeLinear. */
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
+#include <string.h>
 #include <strings.h>
 
-#include "kernels/dispatch.h"
 #include "kernels/ref/quantize-act-impl.h"
+#include "kernels/ref/round-impl.h"
 
 #if FLT_EVAL_METHOD != 0
 #error "quantize-act: float arithmetic must be evaluated in its own type"
@@ -54,17 +54,6 @@ enum qp_qa_flavor qp_qa_for_requant(enum qp_rq_flavor f)
     }
 }
 
-/* Round half to even without the floating-point environment: y - floor(y)
- * is exact for every float (0 once |y| >= 2^23, where y is an integer). */
-static inline float round_half_even(float y)
-{
-    float f = floorf(y);
-    float d = y - f;
-    if (d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f))
-        f += 1.0f;
-    return f;
-}
-
 int32_t qp_qa_quantize_one(enum qp_qa_flavor f, float x, float scale,
                            int32_t zp, int32_t qmin, int32_t qmax)
 {
@@ -85,7 +74,7 @@ int32_t qp_qa_quantize_one(enum qp_qa_flavor f, float x, float scale,
      * and clamping first keeps the conversion below in range */
     float lo = (float)((int64_t)qmin - zp), hi = (float)((int64_t)qmax - zp);
     y = y < lo ? lo : y > hi ? hi : y;
-    float r = f == QP_QA_TFLITE ? roundf(y) : round_half_even(y);
+    float r = f == QP_QA_TFLITE ? roundf(y) : qp_round_even_f(y);
     int64_t q = (int64_t)r + zp;
     return (int32_t)(q < qmin ? qmin : q > qmax ? qmax : q);
 }
@@ -196,30 +185,15 @@ void qp_qa_dequantize_row(const void *q, enum qp_dtype dtype, size_t n,
     }
 }
 
-/* Filled once, then read only (the dispatch table of STYLE.md); the same
- * choice as requantization's, so QP_KERNELS caps both alike. */
-static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
-static enum qp_rq_isa chosen = QP_RQ_ISA_REF;
-
-static void choose(void)
-{
-    static const enum qp_kern_isa needs[QP_RQ_ISA_COUNT] = {
-        [QP_RQ_ISA_REF] = QP_KERN_REF,
-        [QP_RQ_ISA_AVX2] = QP_KERN_AVX2,
-        [QP_RQ_ISA_AVX512] = QP_KERN_AVX512,
-    };
-    for (int isa = QP_RQ_ISA_COUNT - 1; isa > QP_RQ_ISA_REF; isa--)
-        if (qp_rq_isa_available((enum qp_rq_isa)isa) &&
-            qp_kern_isa_allowed(needs[isa])) {
-            chosen = (enum qp_rq_isa)isa;
-            return;
-        }
-}
-
+/* The variant requantization chose (kernels/requant.h): the same
+ * instruction sets and the same QP_KERNELS cap. */
 static enum qp_rq_isa chosen_isa(void)
 {
-    pthread_once(&chosen_once, choose);
-    return chosen;
+    const char *name = qp_rq_variant();
+    for (int isa = QP_RQ_ISA_COUNT - 1; isa > QP_RQ_ISA_REF; isa--)
+        if (!strcmp(name, qp_rq_isa_name((enum qp_rq_isa)isa)))
+            return (enum qp_rq_isa)isa;
+    return QP_RQ_ISA_REF;
 }
 
 const char *qp_qa_variant(void)
@@ -289,7 +263,7 @@ void qp_qa_dynamic_u8(const float *x, size_t n, float *scale, uint8_t *zp,
     float s = maxx == minx ? 1.0f : (maxx - minx) / 255.0f;
     float initial = 0.0f - minx / s;
     float z = initial < 0.0f ? 0.0f : initial > 255.0f ? 255.0f : initial;
-    z = round_half_even(z);
+    z = qp_round_even_f(z);
     *scale = s;
     *zp = (uint8_t)z;
     qp_qa_quantize_row(QP_QA_ONNX, x, n, s, (int32_t)z, 0, 255, QP_DTYPE_U8, out);

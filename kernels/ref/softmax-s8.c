@@ -6,6 +6,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/ref/round-impl.h"
+
 #if FLT_EVAL_METHOD != 0
 #error "softmax-s8: float arithmetic must be evaluated in its own type"
 #endif
@@ -21,16 +23,6 @@ void qp_softmax_s8_table(enum qp_dtype dt, float x_scale, size_t d,
         uint8_t at = (uint8_t)(dt == QP_DTYPE_I8 ? i - 128 : i);
         table[at] = (float)e;
     }
-}
-
-/* round half to even without the floating-point environment */
-static float round_even(float y)
-{
-    float f = floorf(y);
-    float r = y - f;
-    if (r > 0.5f || (r == 0.5f && fmodf(f, 2.0f) != 0.0f))
-        f += 1.0f;
-    return f;
 }
 
 /* static_cast<int32_t>(float) as x86 converts it */
@@ -64,7 +56,7 @@ void qp_softmax_s8_ref(enum qp_dtype dt, const float table[256],
             return; /* ONNX Runtime leaves this row and the rest */
         for (size_t k = 0; k < d; k++) {
             float e = t[(uint8_t)((s8 ? (int8_t)xr[k] : xr[k]) + adj)];
-            int32_t q = to_i32(round_even(e * ys / sum)) + y_zp;
+            int32_t q = to_i32(qp_round_even_f(e * ys / sum)) + y_zp;
             if (s8)
                 yr[k] = (uint8_t)(int8_t)(q > 255 ? 255 : q);
             else

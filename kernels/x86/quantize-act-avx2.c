@@ -112,14 +112,6 @@ INLINE void fake(enum qp_qa_flavor f, const float *x, size_t n, float scale,
         qp_qa_fake_ref(f, x + i, n - i, scale, zp, qmin, qmax, y + i);
 }
 
-/* one specialization per flavor, so step()'s branches fold */
-#define BY_FLAVOR(call)                                                        \
-    switch (f) {                                                               \
-    case QP_QA_ONNX: { const enum qp_qa_flavor F = QP_QA_ONNX; call; } break;  \
-    case QP_QA_PYTORCH:                                                        \
-    case QP_QA_XNNPACK: { const enum qp_qa_flavor F = QP_QA_XNNPACK; call; } break; \
-    default: { const enum qp_qa_flavor F = QP_QA_TFLITE; call; } break;        \
-    }
 
 void qp_qa_row_avx2(enum qp_qa_flavor f, const float *x, size_t n, float scale,
                     int32_t zp, int32_t qmin, int32_t qmax, enum qp_dtype dt,

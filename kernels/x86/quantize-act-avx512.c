@@ -73,13 +73,6 @@ INLINE void fake(enum qp_qa_flavor f, const float *x, size_t n, float scale,
     }
 }
 
-#define BY_FLAVOR(call)                                                        \
-    switch (f) {                                                               \
-    case QP_QA_ONNX: { const enum qp_qa_flavor F = QP_QA_ONNX; call; } break;  \
-    case QP_QA_PYTORCH:                                                        \
-    case QP_QA_XNNPACK: { const enum qp_qa_flavor F = QP_QA_XNNPACK; call; } break; \
-    default: { const enum qp_qa_flavor F = QP_QA_TFLITE; call; } break;        \
-    }
 
 void qp_qa_row_avx512(enum qp_qa_flavor f, const float *x, size_t n,
                       float scale, int32_t zp, int32_t qmin, int32_t qmax,
