@@ -42,7 +42,7 @@ static inline size_t qp_qa_size(enum qp_dtype dt)
 /* The SIMD rows' dispatch on the flavor: call (using F) with F a constant,
  * so each flavor's loop is straight-line (pytorch and xnnpack share one
  * arithmetic). */
-#define BY_FLAVOR(call)                                                        \
+#define QP_QA_BY_FLAVOR(call)                                                        \
     switch (f) {                                                               \
     case QP_QA_ONNX: { const enum qp_qa_flavor F = QP_QA_ONNX; call; } break;  \
     case QP_QA_PYTORCH:                                                        \

@@ -78,14 +78,14 @@ void qp_qa_row_avx512(enum qp_qa_flavor f, const float *x, size_t n,
                       float scale, int32_t zp, int32_t qmin, int32_t qmax,
                       enum qp_dtype dt, void *out)
 {
-    BY_FLAVOR(row(F, x, n, scale, zp, qmin, qmax, dt, out))
+    QP_QA_BY_FLAVOR(row(F, x, n, scale, zp, qmin, qmax, dt, out))
 }
 
 void qp_qa_fake_avx512(enum qp_qa_flavor f, const float *x, size_t n,
                        float scale, int32_t zp, int32_t qmin, int32_t qmax,
                        float *y)
 {
-    BY_FLAVOR(fake(F, x, n, scale, zp, qmin, qmax, y))
+    QP_QA_BY_FLAVOR(fake(F, x, n, scale, zp, qmin, qmax, y))
 }
 
 #endif
