@@ -220,7 +220,7 @@ static bool run_qprobe(struct qp_test_ctx *ctx, const struct qp_graph *g, int f,
 static bool run_ort(struct qp_test_ctx *ctx, const char *model, const char *input,
                     const char *dir, struct qp_tensor **out)
 {
-    char cmd[2048], line[1024];
+    char cmd[4096], line[1024];
     FILE *p = popen("sh scripts/ort-setup.sh", "r");
     line[0] = '\0';
     if (p && !fgets(line, sizeof line, p))
