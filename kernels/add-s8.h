@@ -49,4 +49,28 @@ enum qp_status qp_add_s8_check(const struct qp_add_s8_params *p,
 void qp_add_s8_ref(const struct qp_add_s8_params *p, const void *x1,
                    const void *x2, size_t n, size_t n2, void *out);
 
+/* A prepared add: each input's rescaled value S(m, s, (x - zp) <<
+ * left_shift) depends on its byte alone, so it is looked up in a table of
+ * 256 entries built with the reference's arithmetic; the int32 sum is then
+ * requantized with the output multiplier as a struct qp_rq of the same
+ * flavor (whose fixed-point epilogue is the reference's: scale, int32 add
+ * of the zero point, clamp), which runs the SIMD requantization. The same
+ * bytes as qp_add_s8_ref (tested on random inputs and parameters). */
+struct qp_add_s8 {
+    struct qp_add_s8_params p;
+    int32_t t1[256], t2[256];     /* by byte value (uint8 view of the input) */
+    struct qp_rq rq;
+};
+
+/* qp_add_s8_check, then the tables and the output rq (owned). On failure
+ * a is left released. */
+enum qp_status qp_add_s8_prepare(struct qp_add_s8 *a,
+                                 const struct qp_add_s8_params *p,
+                                 struct qp_error *err);
+void qp_add_s8_release(struct qp_add_s8 *a);
+
+/* As qp_add_s8_ref with a's parameters. */
+void qp_add_s8_run(const struct qp_add_s8 *a, const void *x1, const void *x2,
+                   size_t n, size_t n2, void *out);
+
 #endif

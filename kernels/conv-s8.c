@@ -354,17 +354,95 @@ static void run_share(void *arg, int t, int nt)
     }
 }
 
-/* [b][c][hw] <-> [b][hw][c], elements of es bytes */
+/* [rows][cols] -> [cols][rows] of T in tiles that stay in L1 */
+#define TRANSPOSE_TILED(T)                                                     \
+    do {                                                                       \
+        const T *s_ = (const T *)src;                                          \
+        T *d_ = (T *)dst;                                                      \
+        for (size_t i0 = 0; i0 < rows; i0 += TILE)                             \
+            for (size_t j0 = 0; j0 < cols; j0 += TILE) {                       \
+                size_t i1 = i0 + TILE < rows ? i0 + TILE : rows;               \
+                size_t j1 = j0 + TILE < cols ? j0 + TILE : cols;               \
+                for (size_t j = j0; j < j1; j++)                               \
+                    for (size_t i = i0; i < i1; i++)                           \
+                        d_[j * rows + i] = s_[i * cols + j];                   \
+            }                                                                  \
+    } while (0)
+
+enum { TILE = 32 };
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+
+/* 16x16 bytes: rows of src (stride ss) become columns of dst (stride ds),
+ * by four rounds of interleaving. */
+static void transpose16(const uint8_t *src, size_t ss, uint8_t *dst, size_t ds)
+{
+    __m128i r[16], t[16];
+    for (int i = 0; i < 16; i++)
+        r[i] = _mm_loadu_si128((const __m128i *)(src + (size_t)i * ss));
+    for (int i = 0; i < 8; i++) {
+        t[i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+        t[i + 8] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm_unpacklo_epi16(t[2 * i], t[2 * i + 1]);
+        r[i + 8] = _mm_unpackhi_epi16(t[2 * i], t[2 * i + 1]);
+    }
+    for (int i = 0; i < 8; i++) {
+        t[i] = _mm_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[i + 8] = _mm_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm_unpacklo_epi64(t[2 * i], t[2 * i + 1]);
+        r[i + 8] = _mm_unpackhi_epi64(t[2 * i], t[2 * i + 1]);
+    }
+    /* r[k] now holds column c(k) of the block, c = bit-reversal-like order */
+    static const int col[16] = {0, 8, 4, 12, 2, 10, 6, 14,
+                                1, 9, 5, 13, 3, 11, 7, 15};
+    for (int k = 0; k < 16; k++)
+        _mm_storeu_si128((__m128i *)(dst + (size_t)col[k] * ds), r[k]);
+}
+#endif
+
+static void transpose_u8(const uint8_t *s, uint8_t *d, size_t rows, size_t cols)
+{
+    size_t i0 = 0, j0 = 0;
+#if defined(__SSE2__)
+    for (i0 = 0; i0 + 16 <= rows; i0 += 16)
+        for (j0 = 0; j0 + 16 <= cols; j0 += 16)
+            transpose16(s + i0 * cols + j0, cols, d + j0 * rows + i0, rows);
+    /* the edges: columns past the last block, then rows past it */
+    size_t jb = cols / 16 * 16, ib = rows / 16 * 16;
+    for (size_t i = 0; i < ib; i++)
+        for (size_t j = jb; j < cols; j++)
+            d[j * rows + i] = s[i * cols + j];
+    i0 = ib;
+#endif
+    (void)j0;
+    for (size_t i = i0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            d[j * rows + i] = s[i * cols + j];
+}
+
+static void transpose2d(const char *src, char *dst, size_t rows, size_t cols,
+                        size_t es)
+{
+    if (es == 1)
+        transpose_u8((const uint8_t *)src, (uint8_t *)dst, rows, cols);
+    else if (es == 2)
+        TRANSPOSE_TILED(uint16_t);
+    else
+        TRANSPOSE_TILED(uint32_t);
+}
+
+/* [b][c][hw] <-> [b][hw][c], elements of es (1, 2 or 4) bytes */
 static void transpose(const char *src, char *dst, size_t batch, size_t rows,
                       size_t cols, size_t es)
 {
-    for (size_t b = 0; b < batch; b++) {
-        const char *s = src + b * rows * cols * es;
-        char *d = dst + b * rows * cols * es;
-        for (size_t i = 0; i < rows; i++)
-            for (size_t j = 0; j < cols; j++)
-                memcpy(d + (j * rows + i) * es, s + (i * cols + j) * es, es);
-    }
+    for (size_t b = 0; b < batch; b++)
+        transpose2d(src + b * rows * cols * es, dst + b * rows * cols * es, rows,
+                    cols, es);
 }
 
 enum qp_status qp_conv_s8_run(const struct qp_conv_s8 *c, const void *input,

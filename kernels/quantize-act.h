@@ -70,6 +70,46 @@ enum qp_status qp_qa_dequantize(const void *q, enum qp_dtype dtype,
                                 const float *scale, const int32_t *zp,
                                 float *out, struct qp_error *err);
 
+/* ---- rows: one scale, the hot loops of the quantized runtime ----
+ *
+ * The same values as qp_qa_quantize_one for every element (tested bit for
+ * bit on every variant), computed as: y = x / s or x * (1 / s) in float32;
+ * NaN becomes qmin - zp; clamp to [qmin - zp, qmax - zp] in float; round
+ * (half to even, or half away from zero for tflite); + zp. The variant is
+ * chosen once like requantization's (kernels/requant.h: AVX-512, AVX2 or
+ * the reference; QP_KERNELS=ref forces the reference). Parameters are not
+ * checked here (qp_qa_quantize checks them): scale finite and > 0,
+ * qmin <= zp <= qmax inside out_dtype's range. */
+
+/* out[i] (out_dtype: i8, u8, i16, u16 or i32) for x[i], i < n. */
+void qp_qa_quantize_row(enum qp_qa_flavor f, const float *x, size_t n,
+                        float scale, int32_t zp, int32_t qmin, int32_t qmax,
+                        enum qp_dtype out_dtype, void *out);
+
+/* y[i] = dequantize(quantize(x[i])) = ((float)q - (float)zp) * scale, the
+ * fake quantization of one value; y may be x. */
+void qp_qa_fake_row(enum qp_qa_flavor f, const float *x, size_t n,
+                    float scale, int32_t zp, int32_t qmin, int32_t qmax,
+                    float *y);
+
+/* out[i] = ((float)q[i] - (float)zp) * scale for n values of dtype (i8,
+ * u8, i16, u16, i32), the inverse (a loop the compiler vectorizes). */
+void qp_qa_dequantize_row(const void *q, enum qp_dtype dtype, size_t n,
+                          float scale, int32_t zp, float *out);
+
+/* The variant the rows use ("ref", "avx2", "avx512"). Static storage. */
+const char *qp_qa_variant(void);
+
+/* The rows on an explicit variant (tests, benchmarks); isa must be
+ * available (qp_rq_isa_available). */
+void qp_qa_quantize_row_isa(enum qp_rq_isa isa, enum qp_qa_flavor f,
+                            const float *x, size_t n, float scale, int32_t zp,
+                            int32_t qmin, int32_t qmax,
+                            enum qp_dtype out_dtype, void *out);
+void qp_qa_fake_row_isa(enum qp_rq_isa isa, enum qp_qa_flavor f,
+                        const float *x, size_t n, float scale, int32_t zp,
+                        int32_t qmin, int32_t qmax, float *y);
+
 /* ONNX DynamicQuantizeLinear (uint8), as the reference computes it in
  * float32: the range [min(0, min x), max(0, max x)] (NaN elements ignored),
  * scale = range / 255 (1 when the range is empty), zero point =

@@ -314,16 +314,20 @@ enum qp_status qp_qlin_matmul(const struct qp_op_ctx *c, const struct qp_qlin *q
 
 /* ---- integer add -------------------------------------------------------------- */
 
-/* t's bytes broadcast to shape d (1-byte elements). */
-static void spread(const struct qp_tensor *t, const struct qp_tdesc *d,
-                   uint8_t *dst)
+void qp_spread8(const struct qp_tensor *t, const struct qp_tdesc *d,
+                uint8_t *dst)
 {
     struct qp_bcast b;
     qp_bcast_init(&b, d, &t, 1);
-    for (size_t o = 0; o < b.total; o++) {
+    size_t rows = b.inner ? b.total / b.inner : 0;
+    for (size_t r = 0; r < rows; r++) {
         int64_t off;
-        qp_bcast_at(&b, o, &off);
-        dst[o] = ((const uint8_t *)t->data)[off];
+        qp_bcast_row(&b, r, &off);
+        const uint8_t *s = (const uint8_t *)t->data + off;
+        if (b.stride[0][b.nd - 1])
+            memcpy(dst + r * b.inner, s, b.inner);
+        else
+            memset(dst + r * b.inner, *s, b.inner);
     }
 }
 
@@ -361,10 +365,14 @@ enum qp_status qp_qadd(const struct qp_op_ctx *c, enum qp_rq_flavor f,
             continue;
         if (!buf && !(buf = qp_op_scratch(c, 2 * (total ? total : 1))))
             return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
-        spread(in[k], &d, buf + (size_t)k * total);
+        qp_spread8(in[k], &d, buf + (size_t)k * total);
         x[k] = buf + (size_t)k * total;
     }
-    qp_add_s8_ref(&p, x[0], x[1], total, total, y->data);
+    struct qp_add_s8 add;
+    if (qp_add_s8_prepare(&add, &p, err))
+        return ql_fail_prefix(c, QP_E_INVAL, err);
+    qp_add_s8_run(&add, x[0], x[1], total, total, y->data);
+    qp_add_s8_release(&add);
     *done = true;
     return QP_OK;
 }

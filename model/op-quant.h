@@ -56,4 +56,9 @@ enum qp_status qp_qadd(const struct qp_op_ctx *c, enum qp_rq_flavor f,
                        struct qp_qside qy, struct qp_tensor *y, bool *done,
                        struct qp_error *err);
 
+/* t's bytes (1-byte elements) broadcast to shape d, into dst
+ * (qp_tdesc_numel(d) bytes). */
+void qp_spread8(const struct qp_tensor *t, const struct qp_tdesc *d,
+                uint8_t *dst);
+
 #endif

@@ -7,8 +7,10 @@
 
 #include "kernels/quantize-act.h"
 #include "model/op-quant.h"
+#include "model/qdq-ort.h"
 
-enum fkind { F_NONE = 0, F_CONV, F_MATMUL, F_ADD, F_QLINEAR };
+/* F_ORT: one of ONNX Runtime's QLinear contrib operators (model/qdq-ort.h) */
+enum fkind { F_NONE = 0, F_CONV, F_MATMUL, F_ADD, F_QLINEAR, F_ORT };
 
 /* Per-tensor parameters of a DQ or Q node. */
 struct side {
@@ -26,6 +28,7 @@ struct fuse {
     size_t nw;                    /* scales / zero points (1 or channels) */
     int32_t *bias;
     struct qp_rq rq;
+    enum qp_qdq_ort_op ort;       /* F_ORT */
 };
 
 struct qp_qdq {
@@ -175,25 +178,55 @@ static void fuse_release(struct fuse *f)
     memset(f, 0, sizeof *f);
 }
 
+/* ONNX Runtime's own fusions (its CPU provider on x86-64, 1.20's QDQ
+ * selectors): the input and output types agree; a Conv's bias fuses only
+ * as DQ of an int32 constant; Add, Mul, the average pools, Softmax,
+ * Sigmoid and LeakyRelu become the QLinear contrib operators. Only groups
+ * with uint8 activations fuse: for Conv and MatMul QDQIsInt8Allowed() is
+ * false on x86, and with int8 activations every group comes out of the
+ * pinned onnxruntime-node as the float path's result (observed in
+ * tests/unit/test-qdq-ort.c; its graph transformers turn the output's
+ * int8 Q -> DQ pair into uint8 first, leaving the group's types unequal). */
+static bool ort_fuses(const struct qp_graph *g, const struct qp_node *n,
+                      const struct fuse *f, const struct qp_node *d1)
+{
+    bool conv = is_op(n, "Conv"), mm = is_op(n, "MatMul");
+    if (f->x.dtype != QP_DTYPE_U8 || f->y.dtype != QP_DTYPE_U8)
+        return false;
+    if (conv || mm) {
+        bool bias_dq = n->n_in < 3 || n->in[2] < 0 || dq_of(g, n->in[2]);
+        return bias_dq && d1;
+    }
+    return f->ort != QP_QDQ_ORT_COUNT &&
+           (!d1 || f->x2.dtype == f->x.dtype);
+}
+
 /* Recognizes a fusable pattern at node i. */
 static void plan_node(struct qp_qdq *q, int i)
 {
     const struct qp_graph *g = q->g;
     const struct qp_node *n = &g->nodes[i];
     struct fuse *f = &q->f[i];
+    bool ort = q->flavor == QP_RQ_ORT;
     if (is_op(n, "QLinearConv") || is_op(n, "QLinearMatMul")) {
         f->kind = F_QLINEAR;
         return;
     }
     bool conv = is_op(n, "Conv"), mm = is_op(n, "MatMul"), add = is_op(n, "Add");
-    if (!conv && !mm && !add)
+    f->ort = ort ? qp_qdq_ort_op_of(n) : QP_QDQ_ORT_COUNT;
+    bool binary = f->ort == QP_QDQ_ORT_ADD || f->ort == QP_QDQ_ORT_MUL;
+    if (!conv && !mm && !add && f->ort == QP_QDQ_ORT_COUNT)
         return;
     const struct qp_node *dx = dq_of(g, n->in[0]), *qy = q_after(g, i);
     const struct qp_node *d1 = n->n_in > 1 ? dq_of(g, n->in[1]) : NULL;
-    if (!dx || !qy || !d1 || !side_of(g, dx, &f->x) || !side_of(g, qy, &f->y))
+    bool unary = f->ort != QP_QDQ_ORT_COUNT && !binary;
+    if (!dx || !qy || (!d1 && !unary) || (unary && n->n_in != 1) ||
+        !side_of(g, dx, &f->x) || !side_of(g, qy, &f->y))
         return;
     bool ok;
-    if (add) {
+    if (unary || binary) {
+        ok = unary || side_of(g, d1, &f->x2);
+    } else if (add) { /* TFLite's integer add in the fixed-point flavors */
         ok = side_of(g, d1, &f->x2) && qp_rq_flavor_fixed(q->flavor);
     } else if (konst(g, d1, 0)) {
         const struct qp_tensor *w = konst(g, d1, 0);
@@ -204,8 +237,10 @@ static void plan_node(struct qp_qdq *q, int i)
     } else { /* activation x activation */
         ok = mm && side_of(g, d1, &f->x2);
     }
+    if (ok && ort)
+        ok = ort_fuses(g, n, f, d1);
     const struct qp_dtype_traits *tr = qp_dtype_traits(f->y.dtype);
-    if (ok && !add) {
+    if (ok && (conv || mm)) {
         struct qp_error e;
         const float *ws = f->w ? f->ws : &f->x2.scale;
         ok = qp_rq_prepare_scales(&f->rq, q->flavor, f->x.scale, ws,
@@ -217,7 +252,7 @@ static void plan_node(struct qp_qdq *q, int i)
         fuse_release(f);
         return;
     }
-    f->kind = conv ? F_CONV : mm ? F_MATMUL : F_ADD;
+    f->kind = conv ? F_CONV : mm ? F_MATMUL : ort ? F_ORT : F_ADD;
     q->fused++;
 }
 
@@ -275,8 +310,10 @@ static enum qp_status run_fused(struct qp_qdq *q, const struct qp_op_ctx *c,
     struct fuse *f = &q->f[c->node];
     struct qp_tensor *xq = NULL, *x2q = NULL, *yq = NULL;
     struct qp_tdesc d;
+    bool one_input = f->kind == F_ORT && f->ort != QP_QDQ_ORT_ADD &&
+                     f->ort != QP_QDQ_ORT_MUL;
     enum qp_status st = requantize(c->in[0], &f->x, &xq, err);
-    if (!st && !f->w)
+    if (!st && !f->w && !one_input)
         st = requantize(c->in[1], &f->x2, &x2q, err);
     const struct qp_tensor *w = f->w ? f->w : x2q;
     if (!st) {
@@ -284,12 +321,18 @@ static enum qp_status run_fused(struct qp_qdq *q, const struct qp_op_ctx *c,
             st = qp_qlin_conv_shape(c, xq, w, &d, err);
         else if (f->kind == F_MATMUL)
             st = qp_qlin_matmul_shape(c, xq, w, &d, err);
+        else if (f->kind == F_ORT)
+            st = qp_qdq_ort_shape(f->ort, c, xq, x2q, &d, err);
         else
             st = qp_op_broadcast(c, c->in, 2, &d, err);
     }
     if (!st)
         st = qp_tensor_new("y", f->y.dtype, d.ndim, d.shape, &yq, err);
-    if (!st && f->kind == F_ADD) {
+    if (!st && f->kind == F_ORT) {
+        struct qp_qlin_side a = {f->x.scale, f->x.zp}, b = {f->x2.scale, f->x2.zp};
+        struct qp_qlin_side y = {f->y.scale, f->y.zp};
+        st = qp_qdq_ort_run(f->ort, c, xq, a, x2q, b, y, yq, err);
+    } else if (!st && f->kind == F_ADD) {
         bool done;
         struct qp_qside a = {f->x.scale, f->x.zp}, b = {f->x2.scale, f->x2.zp};
         struct qp_qside y = {f->y.scale, f->y.zp};

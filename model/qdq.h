@@ -7,17 +7,28 @@
  *   DQ(x) -> Conv(DQ(w) [, bias]) -> Q    an integer convolution (1-D/2-D)
  *   DQ(x) -> MatMul(DQ(w) or DQ(y)) -> Q  an integer matrix product
  *   DQ(a) + DQ(b) -> Q                    TFLite's integer add (fixed-point
- *                                          flavors; the float flavors add
- *                                          dequantized values, as the graph)
+ *                                          flavors)
  *   QLinearConv, QLinearMatMul            requantized in the flavor instead
  *                                          of ONNX's reference rule
  *
+ * In the `ort` flavor the groups and their arithmetic are ONNX Runtime's
+ * own (1.20, x86-64 with AVX2/FMA; model/qdq-ort.h, kernels/qlinear-s8.h,
+ * kernels/softmax-s8.h), checked bit for bit against the pinned
+ * onnxruntime-node: Conv and MatMul (a Conv's bias only as DQ of int32),
+ * Add and Mul (QLinearAdd / QLinearMul), AveragePool and
+ * GlobalAveragePool, Softmax (its lookup table of exponentials), Sigmoid
+ * and LeakyRelu (lookup tables), each only with uint8 activations of one
+ * type in and out: ONNX Runtime on x86 leaves groups with int8 activations
+ * in float (DQ -> op -> Q), and so does this mode. Concat, MaxPool and the
+ * operators that move values need no fusion: their float path gives ONNX
+ * Runtime's integers.
+ *
  * DQ and Q have per-tensor constant parameters (per-channel for the
- * weight's DQ); a bias is DQ of an int32 constant (ORT's convention) or a
- * float constant (rounded to the int32 grid of x_scale * w_scale). The
- * fused node's output is the integer result dequantized with the Q's
- * parameters, so the Q after it gives back exactly those integers and
- * every other node runs as in fp32 (Q and DQ included). */
+ * weight's DQ); a bias is DQ of an int32 constant (ORT's convention) or,
+ * outside `ort`, a float constant (rounded to the int32 grid of x_scale *
+ * w_scale). The fused node's output is the integer result dequantized
+ * with the Q's parameters, so the Q after it gives back exactly those
+ * integers and every other node runs as in fp32 (Q and DQ included). */
 #ifndef QP_MODEL_QDQ_H
 #define QP_MODEL_QDQ_H
 

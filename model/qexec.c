@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/lut-s8.h"
 #include "model/op-conv.h"
 #include "model/op-quant.h"
 #include "model/qplan.h"
@@ -12,57 +13,15 @@
 
 /* ---- quantize / dequantize -------------------------------------------- */
 
-/* The loops of one rounding rule: y = x / s or x * (1 / s); NaN becomes
- * lo = qmin - z (so qmin in the end); clamp to [qmin - z, qmax - z] in
- * float; round without branches (the fraction of y is exact); add z. */
-#define QUANTIZE_LOOP(scaled, even)                                            \
-    for (size_t i = 0; i < n; i++) {                                           \
-        float y = (scaled);                                                    \
-        y = y != y ? lo : y;                                                   \
-        y = y < lo ? lo : y;                                                   \
-        y = y > hi ? hi : y;                                                   \
-        int32_t t = (int32_t)y;                                                \
-        float fr = y - (float)t;                                               \
-        int32_t odd = even ? t & 1 : 1;                                        \
-        int32_t up = (fr > 0.5f) | ((fr == 0.5f) & odd);                       \
-        int32_t down = (fr < -0.5f) | ((fr == -0.5f) & odd);                   \
-        q[i] = t + up - down + z;                                              \
-    }
-
-void qp_qplan_quantize_f32(enum qp_qa_flavor f, const float *x, size_t n,
-                           float s, int32_t z, int32_t qmin, int32_t qmax,
-                           int32_t *q)
-{
-    float lo = (float)((int64_t)qmin - z), hi = (float)((int64_t)qmax - z);
-    float inv = 1.0f / s;
-    bool mul = f == QP_QA_PYTORCH || f == QP_QA_XNNPACK;
-    if (f == QP_QA_TFLITE)
-        QUANTIZE_LOOP(x[i] / s, 0)
-    else if (mul)
-        QUANTIZE_LOOP(x[i] * inv, 1)
-    else
-        QUANTIZE_LOOP(x[i] / s, 1)
-}
-
 enum qp_status qp_qplan_quantize(const struct qp_qplan *p,
                                  const struct qp_qval *v,
                                  const struct qp_tensor *x, const char *name,
                                  struct qp_tensor **out, struct qp_error *err)
 {
     enum qp_status st = qp_tensor_new(name, v->dtype, x->ndim, x->shape, out, err);
-    int32_t q[1024];
-    size_t n = qp_tensor_numel(x);
-    for (size_t i = 0; !st && i < n; i += 1024) {
-        size_t k = n - i < 1024 ? n - i : 1024;
-        qp_qplan_quantize_f32(p->qa, (const float *)x->data + i, k, v->scale,
-                              v->zp, v->qmin, v->qmax, q);
-        if (v->dtype == QP_DTYPE_I8)
-            for (size_t j = 0; j < k; j++)
-                ((int8_t *)(*out)->data)[i + j] = (int8_t)q[j];
-        else /* u8 */
-            for (size_t j = 0; j < k; j++)
-                ((uint8_t *)(*out)->data)[i + j] = (uint8_t)q[j];
-    }
+    if (!st)
+        qp_qa_quantize_row(p->qa, x->data, qp_tensor_numel(x), v->scale, v->zp,
+                           v->qmin, v->qmax, v->dtype, (*out)->data);
     if (!st)
         st = qp_tensor_set_qparams(*out, 1, &v->scale, &v->zp, -1, 0, err);
     if (st) {
@@ -79,15 +38,7 @@ static enum qp_status fake_quantize(const struct qp_qplan *p,
                                     struct qp_error *err)
 {
     (void)err;
-    int32_t q[1024];
-    float z = (float)v->zp;
-    for (size_t i = 0; i < n; i += 1024) {
-        size_t k = n - i < 1024 ? n - i : 1024;
-        qp_qplan_quantize_f32(p->qa, x + i, k, v->scale, v->zp, v->qmin, v->qmax,
-                              q);
-        for (size_t j = 0; j < k; j++)
-            x[i + j] = ((float)q[j] - z) * v->scale;
-    }
+    qp_qa_fake_row(p->qa, x, n, v->scale, v->zp, v->qmin, v->qmax, x);
     return QP_OK;
 }
 
@@ -107,7 +58,7 @@ static void fake_dynamic(const struct qp_qplan *p, const struct qp_qval *v,
                 hi = x[i] > hi ? x[i] : hi;
             }
         struct qp_qval dv = *v;
-        qp_qparams_from_range(&p->acts.f, p->round, lo, hi, &dv.scale, &dv.zp);
+        qp_qparams_from_range(&v->as.f, p->round, lo, hi, &dv.scale, &dv.zp);
         fake_quantize(p, &dv, x + r, row, NULL);
     }
 }
@@ -117,7 +68,7 @@ static enum qp_status fake_apply(const struct qp_qplan *p, int v,
 {
     if (!p->v[v].quant || p->v[v].inherited || t->dtype != QP_DTYPE_F32)
         return QP_OK;
-    if (p->acts.dynamic) {
+    if (p->v[v].as.dynamic) {
         fake_dynamic(p, &p->v[v], t);
         return QP_OK;
     }
@@ -140,13 +91,8 @@ static enum qp_status dequantize(const struct qp_tensor *t,
         qp_tensor_read_f32(t, 0, n, y);
         return QP_OK;
     }
-    float s = qp->scale[0], z = qp->zero_point ? (float)qp->zero_point[0] : 0.0f;
-    if (t->dtype == QP_DTYPE_I8)
-        for (size_t i = 0; i < n; i++)
-            y[i] = ((float)((const int8_t *)t->data)[i] - z) * s;
-    else
-        for (size_t i = 0; i < n; i++)
-            y[i] = ((float)((const uint8_t *)t->data)[i] - z) * s;
+    qp_qa_dequantize_row(t->data, t->dtype, n, qp->scale[0],
+                         qp->zero_point ? qp->zero_point[0] : 0, y);
     return QP_OK;
 }
 
@@ -233,7 +179,168 @@ static enum qp_status run_pass(struct qp_qplan *p, const struct qp_op_ctx *c,
     return st;
 }
 
+/* ---- lookup tables ---------------------------------------------------------- */
+
+/* The float value of every code of quantized t (its byte b read as the
+ * dtype), repeated `rep` times each (rep > 1) or the codes tiled `tile`
+ * times: the inputs on which the float operator builds the table. */
+static enum qp_status codes(const struct qp_tensor *t, size_t rep, size_t tile,
+                            struct qp_tensor **out, struct qp_error *err)
+{
+    int64_t n = (int64_t)(256 * rep * tile);
+    enum qp_status st = qp_tensor_new(t->name, QP_DTYPE_F32, 1, &n, out, err);
+    if (st)
+        return st;
+    uint8_t b[256];
+    float f[256];
+    for (int i = 0; i < 256; i++)
+        b[i] = (uint8_t)i;
+    qp_qa_dequantize_row(b, t->dtype, 256, t->qp->scale[0],
+                         t->qp->zero_point ? t->qp->zero_point[0] : 0, f);
+    float *y = (*out)->data;
+    for (size_t i = 0; i < (size_t)n; i++)
+        y[i] = f[(i / rep) % 256];
+    return QP_OK;
+}
+
+/* The table of node c: the float operator on every code (pair of codes),
+ * quantized with the output's parameters. */
+static enum qp_status lut_build(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    const struct qp_tensor *in[QP_OP_MAX_IO];
+    struct qp_tensor *tmp[QP_OP_MAX_IO] = {0}, *out[QP_OP_MAX_IO] = {0};
+    int quant[2], nq = 0;
+    for (int k = 0; k < c->n_in; k++)
+        if (is_quantized(p, n, k, c->in[k]))
+            quant[nq++] = k;
+    enum qp_status st = QP_OK;
+    for (int k = 0; k < c->n_in; k++)
+        in[k] = c->in[k];
+    for (int j = 0; !st && j < nq; j++) /* pairs: index a * 256 + b */
+        if (!(st = codes(c->in[quant[j]], nq == 2 && j == 0 ? 256 : 1,
+                         nq == 2 && j == 1 ? 256 : 1, &tmp[j], err)))
+            in[quant[j]] = tmp[j];
+    if (!st)
+        st = qp_exec_node(c->g, c->node, in, c->scratch, c->pool, out, err);
+    size_t m = nq == 2 ? 65536 : 256;
+    struct qp_qnode *q = &p->n[c->node];
+    if (!st && (!out[0] || out[0]->dtype != QP_DTYPE_F32 ||
+                qp_tensor_numel(out[0]) != m))
+        st = qp_op_fail(err, c, QP_E_SHAPE, "lookup table: unexpected output");
+    if (!st && !(q->lut = malloc(m)))
+        st = qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    if (!st) {
+        const struct qp_qval *v = &p->v[n->out[0]];
+        qp_qa_quantize_row(p->qa, out[0]->data, m, v->scale, v->zp, v->qmin,
+                           v->qmax, v->dtype, q->lut);
+    }
+    for (int k = 0; k < QP_OP_MAX_IO; k++) {
+        qp_tensor_free(tmp[k]);
+        qp_tensor_free(out[k]);
+    }
+    return st;
+}
+
+struct lut_job {
+    const uint8_t *t, *x0, *x1; /* table; quantized inputs (x1: pairs) */
+    uint8_t *y;
+    struct qp_bcast b;           /* of x0 (and x1) to y */
+};
+
+static void lut_flat(void *ctx, size_t begin, size_t end)
+{
+    const struct lut_job *j = ctx;
+    if (!j->x1) {
+        qp_lut8_apply(j->t, j->x0 + begin, end - begin, j->y + begin);
+        return;
+    }
+    for (size_t i = begin; i < end; i++)
+        j->y[i] = j->t[(size_t)j->x0[i] << 8 | j->x1[i]];
+}
+
+/* Rows [begin, end) of the broadcast (innermost strides 0 or 1). */
+static void lut_rows(void *ctx, size_t begin, size_t end)
+{
+    const struct lut_job *j = ctx;
+    size_t inner = j->b.inner, nd = (size_t)j->b.nd;
+    for (size_t r = begin; r < end; r++) {
+        int64_t off[2];
+        qp_bcast_row(&j->b, r, off);
+        const uint8_t *a = j->x0 + off[0];
+        uint8_t *o = j->y + r * inner;
+        size_t sa = (size_t)j->b.stride[0][nd - 1];
+        if (!j->x1) {
+            if (sa)
+                qp_lut8_apply(j->t, a, inner, o);
+            else
+                memset(o, j->t[*a], inner);
+            continue;
+        }
+        const uint8_t *c = j->x1 + off[1];
+        size_t sc = (size_t)j->b.stride[1][nd - 1];
+        if (sa && sc) {
+            for (size_t i = 0; i < inner; i++)
+                o[i] = j->t[(size_t)a[i] << 8 | c[i]];
+        } else if (sc) { /* a fixed: row a of the pair table */
+            qp_lut8_apply(j->t + ((size_t)*a << 8), c, inner, o);
+        } else if (sa && inner >= 256) { /* c fixed: column c */
+            uint8_t col[256];
+            for (size_t k = 0; k < 256; k++)
+                col[k] = j->t[k << 8 | *c];
+            qp_lut8_apply(col, a, inner, o);
+        } else {
+            for (size_t i = 0; i < inner; i++)
+                o[i] = j->t[(size_t)a[i * sa] << 8 | *c];
+        }
+    }
+}
+
+/* An elementwise node through its table; the quantized inputs broadcast
+ * to the output shape. */
+static enum qp_status run_lut(struct qp_qplan *p, const struct qp_op_ctx *c,
+                              struct qp_tensor **out, struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    const struct qp_tensor *ops[QP_OP_MAX_IO], *qin[2];
+    int nops = 0, nq = 0;
+    for (int k = 0; k < c->n_in; k++) {
+        if (!c->in[k])
+            continue;
+        ops[nops++] = c->in[k];
+        if (is_quantized(p, c->n, k, c->in[k]))
+            qin[nq++] = c->in[k];
+    }
+    struct qp_tdesc d;
+    enum qp_status st = qp_op_broadcast(c, ops, nops, &d, err);
+    if (!st && !q->lut)
+        st = lut_build(p, c, err);
+    if (st || (st = new_out(c, 0, &p->v[c->n->out[0]], d.ndim, d.shape, &out[0],
+                            err)))
+        return st;
+    struct lut_job j = {q->lut, qin[0]->data, nq == 2 ? qin[1]->data : NULL,
+                        out[0]->data, {0}};
+    qp_bcast_init(&j.b, &d, qin, nq);
+    size_t rows = j.b.inner ? j.b.total / j.b.inner : 0;
+    bool flat = qp_tensor_numel(qin[0]) == j.b.total &&
+                (nq == 1 || qp_tensor_numel(qin[1]) == j.b.total);
+    if (flat) /* no broadcast: one run of elements, split among threads */
+        qp_op_parallel_for(c, j.b.total, 1 << 16, lut_flat, &j);
+    else
+        qp_op_parallel_for(c, rows, rows * j.b.inner < (1 << 17) ? rows : 1,
+                           lut_rows, &j);
+    return QP_OK;
+}
+
 /* ---- Conv ---------------------------------------------------------------- */
+
+/* Spatial extents of x as 2-D (a 1-D convolution has height 1). */
+static void conv_hw(const struct qp_tensor *x, size_t *h, size_t *w)
+{
+    *h = x->ndim == 4 ? (size_t)x->shape[2] : 1;
+    *w = (size_t)x->shape[x->ndim - 1];
+}
 
 static enum qp_status conv_prepare(struct qp_qplan *p, const struct qp_op_ctx *c,
                                    const struct qp_tensor *x,
@@ -242,9 +349,9 @@ static enum qp_status conv_prepare(struct qp_qplan *p, const struct qp_op_ctx *c
     struct qp_qnode *q = &p->n[c->node];
     const struct qp_tensor *w = q->w_q;
     struct qp_conv_nd nd;
-    int64_t kernel[2] = {w->shape[2], w->shape[3]};
-    enum qp_status st = qp_window_geom(c, x->shape + 2, 2, kernel, QP_WINDOW_CONV,
-                                       &nd, err);
+    int nsp = x->ndim - 2;
+    enum qp_status st = qp_window_geom(c, x->shape + 2, nsp, w->shape + 2,
+                                       QP_WINDOW_CONV, &nd, err);
     if (st)
         return st;
     if (q->conv_ready)
@@ -253,10 +360,6 @@ static enum qp_status conv_prepare(struct qp_qplan *p, const struct qp_op_ctx *c
     const struct qp_qval *vi = &p->v[c->n->in[0]];
     struct qp_conv_s8_params cp = {
         .layout = QP_CONV_NCHW,
-        .geom = {(size_t)x->shape[2], (size_t)x->shape[3], (size_t)kernel[0],
-                 (size_t)kernel[1], (size_t)nd.stride[0], (size_t)nd.stride[1],
-                 (size_t)nd.dilation[0], (size_t)nd.dilation[1], (size_t)nd.pad[0],
-                 (size_t)nd.pad[1], (size_t)nd.pad_end[0], (size_t)nd.pad_end[1]},
         .in_c = (size_t)x->shape[1],
         .out_c = (size_t)w->shape[0],
         .groups = (size_t)qp_attr_int(c->n, "group", 1),
@@ -268,29 +371,34 @@ static enum qp_status conv_prepare(struct qp_qplan *p, const struct qp_op_ctx *c
         .bias = q->b_int,
         .rq = &q->rq,
     };
+    qp_conv_nd_to_s8(&nd, &cp.geom);
     if ((st = qp_conv_s8_prepare(&q->conv, &cp, w->data, err)))
         return qp_op_fail(err, c, st, "%s", err->msg);
     q->conv_ready = true;
-    q->conv_h = (size_t)x->shape[2];
-    q->conv_w = (size_t)x->shape[3];
+    conv_hw(x, &q->conv_h, &q->conv_w);
     return QP_OK;
 }
 
+/* Conv, 1-D as 2-D of height 1 (the same NCHW bytes) */
 static enum qp_status run_conv(struct qp_qplan *p, const struct qp_op_ctx *c,
                                struct qp_tensor **out, struct qp_error *err)
 {
     struct qp_qnode *q = &p->n[c->node];
     const struct qp_tensor *x = c->in[0];
     enum qp_status st;
-    if (x->ndim != 4 || x->shape[1] != q->w_q->shape[1] * qp_attr_int(c->n, "group", 1))
+    size_t h, w;
+    if (x->ndim != q->w_q->ndim ||
+        x->shape[1] != q->w_q->shape[1] * qp_attr_int(c->n, "group", 1))
         return qp_op_fail(err, c, QP_E_SHAPE, "input does not fit the weight");
-    if ((!q->conv_ready || q->conv_h != (size_t)x->shape[2] ||
-         q->conv_w != (size_t)x->shape[3]) &&
+    conv_hw(x, &h, &w);
+    if ((!q->conv_ready || q->conv_h != h || q->conv_w != w) &&
         (st = conv_prepare(p, c, x, err)))
         return st;
     int64_t shape[4] = {x->shape[0], q->w_q->shape[0], (int64_t)q->conv.out_h,
                         (int64_t)q->conv.out_w};
-    if ((st = new_out(c, 0, &p->v[c->n->out[0]], 4, shape, &out[0], err)))
+    if (x->ndim == 3)
+        shape[2] = shape[3];
+    if ((st = new_out(c, 0, &p->v[c->n->out[0]], x->ndim, shape, &out[0], err)))
         return st;
     size_t need = qp_conv_s8_scratch_size(&q->conv, (size_t)x->shape[0]);
     void *scratch = need ? qp_op_scratch(c, need) : NULL;
@@ -336,6 +444,34 @@ static enum qp_status run_const_matmul(struct qp_qplan *p,
     return gemm_rows(c, &q->gemm, a->data, rows, out[0]->data, err);
 }
 
+/* Gemm with transA: A [K, M] transposed to [M, K] rows first */
+static enum qp_status run_gemm_ta(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                  struct qp_tensor **out, struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    const struct qp_tensor *a = c->in[0];
+    size_t k = q->gemm.k, n = q->gemm.n;
+    if (a->ndim != 2 || (size_t)a->shape[0] != k)
+        return qp_op_fail(err, c, QP_E_SHAPE, "input does not fit the weight");
+    size_t m = (size_t)a->shape[1];
+    int64_t shape[2] = {(int64_t)m, (int64_t)n};
+    enum qp_status st = new_out(c, 0, &p->v[c->n->out[0]], 2, shape, &out[0], err);
+    if (st)
+        return st;
+    /* the transposed rows after the gemm's own scratch */
+    size_t need = qp_gemm_s8_scratch_size(&q->gemm, m);
+    uint8_t *s = qp_op_scratch(c, need + m * k + 1);
+    if (!s)
+        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    uint8_t *at = s + need;
+    const uint8_t *ad = a->data;
+    for (size_t r = 0; r < k; r++)
+        for (size_t j = 0; j < m; j++)
+            at[j * k + r] = ad[r * m + j];
+    return qp_gemm_s8_run(&q->gemm, at, m, k, out[0]->data, n, need ? s : NULL,
+                          err);
+}
+
 /* Activation x activation. */
 static enum qp_status run_dyn_matmul(struct qp_qplan *p, const struct qp_op_ctx *c,
                                      struct qp_tensor **out, struct qp_error *err)
@@ -371,7 +507,8 @@ static enum qp_status run_add(struct qp_qplan *p, const struct qp_op_ctx *c,
         return st;
     qp_tensor_free(out[0]); /* a float flavor: the add in float */
     out[0] = NULL;
-    return run_float(p, c, out, err);
+    return p->n[c->node].lut_ok ? run_lut(p, c, out, err)
+                                : run_float(p, c, out, err);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */
@@ -385,13 +522,19 @@ enum qp_status qp_qplan_run_int(struct qp_qplan *p, const struct qp_op_ctx *c,
     switch (p->n[c->node].kind) {
     case QP_QK_CONV: st = run_conv(p, c, out, err); break;
     case QP_QK_GEMM:
+        st = qp_attr_int(c->n, "transA", 0) ? run_gemm_ta(p, c, out, err)
+                                            : run_const_matmul(p, c, out, err);
+        break;
     case QP_QK_MATMUL:
         st = p->n[c->node].gemm_ready ? run_const_matmul(p, c, out, err)
                                       : run_dyn_matmul(p, c, out, err);
         break;
     case QP_QK_ADD: st = run_add(p, c, out, err); break;
     case QP_QK_PASS: st = run_pass(p, c, out, err); break;
-    default: st = run_float(p, c, out, err); break;
+    default:
+        st = p->n[c->node].lut_ok ? run_lut(p, c, out, err)
+                                  : run_float(p, c, out, err);
+        break;
     }
     if (st)
         for (int k = 0; k < c->n->n_out; k++) {

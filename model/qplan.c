@@ -80,6 +80,37 @@ static void rule_name(const char *name, char *buf, size_t size)
         buf[n - 3] = '\0';
 }
 
+/* A weight of fewer than 8 bits (per tensor or per channel) unpacked to
+ * int8 / uint8 with its parameters, as devices feed 4-bit weights to
+ * 8-bit kernels: the same integers, so the products are exact. */
+static enum qp_status unpack8(struct qp_tensor **w, struct qp_error *err)
+{
+    const struct qp_tensor *t = *w;
+    enum qp_dtype dt = qp_dtype_traits(t->dtype)->is_signed ? QP_DTYPE_I8
+                                                            : QP_DTYPE_U8;
+    struct qp_tensor *u;
+    enum qp_status st = qp_tensor_new(t->name, dt, t->ndim, t->shape, &u, err);
+    if (st)
+        return st;
+    size_t n = qp_tensor_numel(t);
+    for (size_t i = 0; i < n; i++) {
+        int32_t v = qp_packed_get(t->dtype, t->data, i);
+        if (dt == QP_DTYPE_I8)
+            ((int8_t *)u->data)[i] = (int8_t)v;
+        else
+            ((uint8_t *)u->data)[i] = (uint8_t)v;
+    }
+    const struct qp_qparams *qp = t->qp;
+    if ((st = qp_tensor_set_qparams(u, qp->count, qp->scale, qp->zero_point,
+                                    qp->axis, qp->block_size, err))) {
+        qp_tensor_free(u);
+        return st;
+    }
+    qp_tensor_free(*w);
+    *w = u;
+    return QP_OK;
+}
+
 static enum qp_status quantize_weight(struct qp_qplan *p, int i,
                                       enum qp_wlayout layout,
                                       const struct qp_wscheme *ws,
@@ -96,6 +127,9 @@ static enum qp_status quantize_weight(struct qp_qplan *p, int i,
     if (st)
         return st;
     qp_tensor_read_f32(q->w_q, 0, qp_tensor_numel(w), q->w_fake->data);
+    if (p->mode == QP_MODE_INT && ws->f.bits < 8 && ws->gran != QP_GRAN_GROUP &&
+        (st = unpack8(&q->w_q, err)))
+        return st;
     q->wq = true;
     q->ws = *ws;
     int oa, ia;
@@ -104,25 +138,33 @@ static enum qp_status quantize_weight(struct qp_qplan *p, int i,
     return QP_OK;
 }
 
-/* The weight scheme of node i, or NULL when it stays float. */
-static const struct qp_wscheme *layer_scheme(const struct qp_qplan *p,
-                                             const struct qp_qplan_opts *o,
-                                             const char *weight)
+/* The recipe rule matching weight name (NULL: none, or a scheme run). */
+static const struct qp_recipe_rule *layer_rule(const struct qp_qplan_opts *o,
+                                               const char *weight)
+{
+    if (o->scheme)
+        return NULL;
+    char name[512];
+    rule_name(weight, name, sizeof name);
+    return qp_recipe_lookup(o->recipe, name);
+}
+
+/* The weight scheme of a layer, or NULL when it stays float. */
+static const struct qp_wscheme *layer_scheme(const struct qp_qplan_opts *o,
+                                             const struct qp_recipe_rule *r)
 {
     if (o->scheme)
         return &o->scheme->w;
-    char name[512];
-    rule_name(weight, name, sizeof name);
-    const struct qp_recipe_rule *r = qp_recipe_lookup(o->recipe, name);
-    (void)p;
     return r && !r->fp32 ? &r->scheme.w : NULL;
 }
 
 /* ---- node kinds and values --------------------------------------------- */
 
+/* 8-bit (or narrower, unpacked) per-tensor or per-channel weights */
 static bool int_weights(const struct qp_qnode *q)
 {
-    return q->wq && q->ws.f.bits == 8 && q->ws.gran != QP_GRAN_GROUP;
+    return q->wq && q->ws.f.bits <= 8 && q->ws.gran != QP_GRAN_GROUP &&
+           (q->w_q->dtype == QP_DTYPE_I8 || q->w_q->dtype == QP_DTYPE_U8);
 }
 
 /* The int mode's way for node i; v[] of its inputs must be set. */
@@ -133,12 +175,12 @@ static enum qp_qkind node_kind(const struct qp_qplan *p, int i)
     const struct qp_qnode *q = &p->n[i];
     bool in0 = n->n_in > 0 && n->in[0] >= 0 && p->v[n->in[0]].quant;
     bool in1 = n->n_in > 1 && n->in[1] >= 0 && p->v[n->in[1]].quant;
-    bool out0 = p->has_acts && n->n_out > 0 && n->out[0] >= 0 &&
+    bool out0 = n->n_out > 0 && n->out[0] >= 0 && p->v[n->out[0]].has_as &&
                 p->v[n->out[0]].f32;
     if (!in0)
         return QP_QK_FLOAT;
     int wrank = q->wq ? q->w_q->ndim : 0;
-    if (out0 && is_op(n, "Conv") && int_weights(q) && wrank == 4)
+    if (out0 && is_op(n, "Conv") && int_weights(q) && (wrank == 4 || wrank == 3))
         return QP_QK_CONV;
     if (out0 && is_op(n, "MatMul") && ((int_weights(q) && wrank == 2) || in1))
         return QP_QK_MATMUL;
@@ -148,7 +190,7 @@ static enum qp_qkind node_kind(const struct qp_qplan *p, int i)
                    (cc && (qp_tensor_numel(cc) == q->out_c ||
                            qp_tensor_numel(cc) == 1) && cc->ndim <= 1);
     if (out0 && is_op(n, "Gemm") && int_weights(q) && bias_ok &&
-        !qp_attr_int(n, "transA", 0) && qp_attr_float(n, "alpha", 1.0f) == 1.0f &&
+        qp_attr_float(n, "alpha", 1.0f) == 1.0f &&
         qp_attr_float(n, "beta", 1.0f) == 1.0f)
         return QP_QK_GEMM;
     if (out0 && is_op(n, "Add") && in1)
@@ -156,6 +198,45 @@ static enum qp_qkind node_kind(const struct qp_qplan *p, int i)
     if (moves_values(n) && !is_op(n, "Resize"))
         return QP_QK_PASS;
     return QP_QK_FLOAT;
+}
+
+/* Elementwise operators whose output element is a function of the input
+ * elements at that position alone. */
+static bool elementwise(const struct qp_node *n)
+{
+    static const char *const ops[] = {
+        "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
+        "Erf", "Gelu", "Elu", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal",
+        "Floor", "Ceil", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Max",
+        "Min"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (is_op(n, ops[i]))
+            return true;
+    return false;
+}
+
+/* Node i can run as a lookup table: elementwise, one output, one or two
+ * quantized inputs, every other input absent or a scalar float constant.
+ * v[] of its inputs must be set. */
+static bool lut_ok(const struct qp_qplan *p, int i)
+{
+    const struct qp_graph *g = p->g;
+    const struct qp_node *n = &g->nodes[i];
+    if (!elementwise(n) || n->n_out != 1 || n->out[0] < 0 ||
+        !p->v[n->out[0]].has_as || !p->v[n->out[0]].f32 || p->n[i].wq)
+        return false;
+    int quant = 0;
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        const struct qp_tensor *t = v >= 0 ? g->values[v].konst : NULL;
+        if (v < 0)
+            continue;
+        if (p->v[v].quant)
+            quant++;
+        else if (!t || t->dtype != QP_DTYPE_F32 || qp_tensor_numel(t) != 1)
+            return false;
+    }
+    return quant == 1 || quant == 2;
 }
 
 static bool activation(const struct qp_graph *g, int v)
@@ -172,7 +253,7 @@ static void plan_values(struct qp_qplan *p)
     const struct qp_graph *g = p->g;
     for (int k = 0; k < g->n_inputs; k++) {
         int v = g->inputs[k];
-        p->v[v].quant = p->has_acts && p->v[v].f32;
+        p->v[v].quant = p->v[v].has_as && p->v[v].f32;
     }
     for (int oi = 0; oi < g->n_nodes; oi++) {
         int i = g->order[oi];
@@ -180,11 +261,12 @@ static void plan_values(struct qp_qplan *p)
         bool inherit = moves_values(n) && n->n_in > 0 && n->in[0] >= 0 &&
                        p->v[n->in[0]].quant;
         p->n[i].kind = node_kind(p, i);
+        p->n[i].lut_ok = lut_ok(p, i);
         for (int k = 0; k < n->n_out; k++) {
             int v = n->out[k];
             if (v < 0)
                 continue;
-            p->v[v].quant = p->has_acts && p->v[v].f32 && activation(g, v);
+            p->v[v].quant = p->v[v].has_as && p->v[v].f32 && activation(g, v);
             p->v[v].inherited = p->v[v].quant && inherit && k == 0;
         }
     }
@@ -204,6 +286,7 @@ void qp_qplan_free(struct qp_qplan *p)
         qp_tensor_free(q->b_fake);
         free(q->b_int);
         free(q->kernel_weight);
+        free(q->lut);
         qp_rq_release(&q->rq);
         if (q->gemm_ready)
             qp_gemm_s8_release(&q->gemm);
@@ -235,17 +318,29 @@ static enum qp_status check_int(const struct qp_qplan *p, struct qp_error *err)
     if (!p->has_acts)
         return qp_fail(err, QP_E_UNSUPPORTED, "int mode needs activations in "
                        "the scheme (e.g. w8c+a8t)");
-    if (p->acts.f.bits != 8 || p->acts.dynamic)
-        return qp_fail(err, QP_E_UNSUPPORTED, "int mode runs 8-bit static "
-                       "per-tensor activations ('a8t' or 'a8tz')");
+    for (int v = 0; v < p->g->n_values; v++) {
+        const struct qp_qval *q = &p->v[v];
+        if (q->quant && (q->as.f.bits != 8 || q->as.dynamic))
+            return qp_fail(err, QP_E_UNSUPPORTED, "activation '%s': int mode runs "
+                           "8-bit static per-tensor activations ('a8t' or "
+                           "'a8tz')", p->g->values[v].name);
+    }
     char lab[256];
     for (int i = 0; i < p->g->n_nodes; i++) {
         const struct qp_qnode *q = &p->n[i];
         if (q->wq && !int_weights(q))
-            return qp_fail(err, QP_E_UNSUPPORTED, "%s: int mode runs 8-bit "
-                           "per-tensor or per-channel weights, not w%u%s",
-                           qp_node_label(p->g, i, lab, sizeof lab), q->ws.f.bits,
-                           q->ws.gran == QP_GRAN_GROUP ? " group-wise" : "");
+            return qp_fail(err, QP_E_UNSUPPORTED, "%s: int mode runs per-tensor "
+                           "or per-channel weights of 2 to 8 bits (narrower ones "
+                           "unpacked to int8, as devices run them), not %s w%u: "
+                           "%s; use --mode fake",
+                           qp_node_label(p->g, i, lab, sizeof lab),
+                           q->ws.gran == QP_GRAN_GROUP ? "group-wise" : "these",
+                           q->ws.f.bits,
+                           q->ws.gran == QP_GRAN_GROUP
+                               ? "group-wise weights need a scale per group of "
+                                 "the reduction, which the integer kernels "
+                                 "(one scale per output channel) do not have"
+                               : "the integer kernels take 8-bit weights");
     }
     return QP_OK;
 }
@@ -280,13 +375,25 @@ enum qp_status qp_qplan_new(const struct qp_graph *g,
     p->has_acts = acts_from && acts_from->has_acts;
     if (p->has_acts)
         p->acts = acts_from->a;
+    for (int v = 0; p->v && v < g->n_values; v++) {
+        p->v[v].has_as = p->has_acts;
+        p->v[v].as = p->acts;
+    }
     char lab[256];
     for (int i = 0; !st && i < g->n_nodes; i++) {
         enum qp_wlayout layout;
-        if (!weighted(g, &g->nodes[i], &layout))
+        const struct qp_node *n = &g->nodes[i];
+        if (!weighted(g, n, &layout))
             continue;
-        const struct qp_wscheme *ws =
-            layer_scheme(p, o, g->values[g->nodes[i].in[1]].name);
+        const struct qp_recipe_rule *r = layer_rule(o, g->values[n->in[1]].name);
+        const struct qp_wscheme *ws = layer_scheme(o, r);
+        if (r && n->n_out > 0 && n->out[0] >= 0 && (r->fp32 || r->scheme.has_acts)) {
+            struct qp_qval *out = &p->v[n->out[0]];
+            out->has_as = !r->fp32;
+            if (!r->fp32)
+                out->as = r->scheme.a;
+            p->has_acts |= out->has_as;
+        }
         if (ws && (st = quantize_weight(p, i, layout, ws, err)))
             qp_error_prefix(err, "%s: ", qp_node_label(g, i, lab, sizeof lab));
     }
@@ -308,10 +415,10 @@ static enum qp_status observe(void *ctx, const struct qp_graph *g, int v,
     if (t->dtype != QP_DTYPE_F32 || !activation(g, v))
         return QP_OK;
     p->v[v].f32 = true;
-    if (!p->has_acts || p->acts.dynamic) /* dynamic: ranges at run time */
+    if (!p->v[v].has_as || p->v[v].as.dynamic) /* dynamic: ranges at run time */
         return QP_OK;
     if (!p->obs[v]) {
-        struct qp_observer_opts oo = qp_observer_opts_from_scheme(&p->acts);
+        struct qp_observer_opts oo = qp_observer_opts_from_scheme(&p->v[v].as);
         enum qp_status st = qp_observer_new(&oo, &p->obs[v], err);
         if (st)
             return st;
@@ -344,13 +451,13 @@ static enum qp_status act_params(struct qp_qplan *p, int v, struct qp_error *err
 {
     struct qp_qval *q = &p->v[v];
     float lo, hi;
-    enum qp_status st = qp_observer_range(p->obs[v], &p->acts.f, p->round, &lo,
+    enum qp_status st = qp_observer_range(p->obs[v], &q->as.f, p->round, &lo,
                                           &hi, err);
     if (st)
         return qp_error_prefix(err, "activation '%s': ", p->g->values[v].name);
-    qp_qparams_from_range(&p->acts.f, p->round, lo, hi, &q->scale, &q->zp);
-    q->dtype = qp_qformat_dtype(&p->acts.f);
-    qp_qformat_range(&p->acts.f, &q->qmin, &q->qmax);
+    qp_qparams_from_range(&q->as.f, p->round, lo, hi, &q->scale, &q->zp);
+    q->dtype = qp_qformat_dtype(&q->as.f);
+    qp_qformat_range(&q->as.f, &q->qmin, &q->qmax);
     return QP_OK;
 }
 
@@ -362,7 +469,7 @@ static enum qp_status round_bias(struct qp_qplan *p, int i, struct qp_error *err
     struct qp_qnode *q = &p->n[i];
     int bi = n->n_in > 2 ? n->in[2] : -1;
     const struct qp_tensor *b = bi >= 0 ? g->values[bi].konst : NULL;
-    if (!q->wq || n->in[0] < 0 || !p->v[n->in[0]].quant || p->acts.dynamic)
+    if (!q->wq || n->in[0] < 0 || !p->v[n->in[0]].quant || p->v[n->in[0]].as.dynamic)
         return QP_OK;
     if (bi >= 0 && (!b || b->dtype != QP_DTYPE_F32 ||
                     (qp_tensor_numel(b) != q->out_c && qp_tensor_numel(b) != 1)))
@@ -400,9 +507,9 @@ enum qp_status qp_qplan_finish(struct qp_qplan *p, struct qp_error *err)
     for (int v = 0; !st && v < g->n_values; v++) {
         if (!p->v[v].quant || p->v[v].inherited)
             continue;
-        if (p->acts.dynamic) { /* the format only; scales per row at run time */
-            p->v[v].dtype = qp_qformat_dtype(&p->acts.f);
-            qp_qformat_range(&p->acts.f, &p->v[v].qmin, &p->v[v].qmax);
+        if (p->v[v].as.dynamic) { /* the format only; scales per row at run time */
+            p->v[v].dtype = qp_qformat_dtype(&p->v[v].as.f);
+            qp_qformat_range(&p->v[v].as.f, &p->v[v].qmin, &p->v[v].qmax);
             continue;
         }
         st = act_params(p, v, err);

@@ -13,7 +13,11 @@
  *
  * Activations. With an activation part in the scheme (the recipe's
  * default), every float activation (graph inputs and node outputs) is
- * quantized per tensor with the format the scheme names; ranges come from
+ * quantized per tensor with the format the scheme names. A recipe rule
+ * that matches a layer's weight also sets that layer's output activation:
+ * the rule's activation part when it has one ("w8c+a16t"), none when the
+ * rule is "fp32" (the output stays float), the default's when the rule
+ * names weights only ("w4c"); ranges come from
  * observers (min/max, ema, percentile, MSE, KL as the scheme says) fed by
  * fp32 runs over the calibration inputs. Operators that only move values
  * (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity, Dropout,
@@ -32,10 +36,16 @@
  * flavor; Add runs TFLite's integer add (kernels/add-s8.h) for the
  * fixed-point flavors and in float for the float flavors (xnnpack-fp32,
  * ort, onnx-ref: their runtimes add dequantized values); the operators
- * above that only move values run on the integers; every other operator
- * dequantizes its inputs, computes in float and quantizes its outputs, as
- * NPUs do with lookup tables. The int mode needs 8-bit activations and
- * 8-bit per-tensor or per-channel weights. */
+ * above that only move values run on the integers; elementwise operators
+ * of one or two quantized inputs (their other inputs scalar constants:
+ * activations, x + c, x * c, x * y, ...) run as a lookup table of the
+ * float operator on every input code, as NPUs do (the same values as
+ * dequantizing, computing in float and quantizing each element); every
+ * other operator dequantizes its inputs, computes in float and quantizes
+ * its outputs. The int mode needs 8-bit activations and per-tensor or
+ * per-channel weights of up to 8 bits (narrower ones unpacked to int8, as
+ * devices feed 4-bit weights to 8-bit kernels: exact); group-wise weights
+ * are refused. */
 #ifndef QP_MODEL_QPLAN_H
 #define QP_MODEL_QPLAN_H
 
@@ -81,6 +91,8 @@ struct qp_qval {
     int32_t zp;
     enum qp_dtype dtype; /* i8 (symmetric) or u8 (asymmetric) */
     int32_t qmin, qmax;
+    bool has_as;         /* quantized with scheme `as` (else left float) */
+    struct qp_ascheme as;
 };
 
 struct qp_qnode {
@@ -101,6 +113,11 @@ struct qp_qnode {
     bool conv_ready;
     size_t conv_h, conv_w;
     void *kernel_weight;         /* int8 weight in the kernels' layout */
+    /* an elementwise operator of one or two quantized inputs (other
+     * inputs scalar constants): a lookup table of the float operator on
+     * every input code (256 or 65536 entries), built at the first run */
+    bool lut_ok;
+    uint8_t *lut;
 };
 
 struct qp_qplan_opts {
@@ -160,14 +177,6 @@ void qp_qplan_hooks(struct qp_qplan *p, struct qp_exec_hooks *h);
  * per-layer check of the int kernels against the fake mode. */
 enum qp_status qp_qplan_run_int(struct qp_qplan *p, const struct qp_op_ctx *c,
                                 struct qp_tensor **out, struct qp_error *err);
-
-/* The activation quantizer of flavor f (kernels/quantize-act.h's
- * qp_qa_quantize_one: x / s or x * (1 / s), NaN -> qmin, clamp, round
- * half to even or away, + z) for one scale, as a loop the compiler
- * vectorizes: q[i] for x[i], i < n. */
-void qp_qplan_quantize_f32(enum qp_qa_flavor f, const float *x, size_t n,
-                           float s, int32_t z, int32_t qmin, int32_t qmax,
-                           int32_t *q);
 
 /* A new integer tensor named name holding x quantized with value v's
  * parameters (the flavor's activation quantizer); qparams attached. */

@@ -2,9 +2,11 @@
  * runtime, dequantization and ONNX DynamicQuantizeLinear. */
 #include <float.h>
 #include <math.h>
+#include <string.h>
 #include <strings.h>
 
-#include "kernels/quantize-act.h"
+#include "kernels/ref/quantize-act-impl.h"
+#include "kernels/ref/round-impl.h"
 
 #if FLT_EVAL_METHOD != 0
 #error "quantize-act: float arithmetic must be evaluated in its own type"
@@ -52,17 +54,6 @@ enum qp_qa_flavor qp_qa_for_requant(enum qp_rq_flavor f)
     }
 }
 
-/* Round half to even without the floating-point environment: y - floor(y)
- * is exact for every float (0 once |y| >= 2^23, where y is an integer). */
-static inline float round_half_even(float y)
-{
-    float f = floorf(y);
-    float d = y - f;
-    if (d > 0.5f || (d == 0.5f && fmodf(f, 2.0f) != 0.0f))
-        f += 1.0f;
-    return f;
-}
-
 int32_t qp_qa_quantize_one(enum qp_qa_flavor f, float x, float scale,
                            int32_t zp, int32_t qmin, int32_t qmax)
 {
@@ -83,7 +74,7 @@ int32_t qp_qa_quantize_one(enum qp_qa_flavor f, float x, float scale,
      * and clamping first keeps the conversion below in range */
     float lo = (float)((int64_t)qmin - zp), hi = (float)((int64_t)qmax - zp);
     y = y < lo ? lo : y > hi ? hi : y;
-    float r = f == QP_QA_TFLITE ? roundf(y) : round_half_even(y);
+    float r = f == QP_QA_TFLITE ? roundf(y) : qp_round_even_f(y);
     int64_t q = (int64_t)r + zp;
     return (int32_t)(q < qmin ? qmin : q > qmax ? qmax : q);
 }
@@ -127,17 +118,13 @@ enum qp_status qp_qa_quantize(enum qp_qa_flavor f, const float *x, size_t outer,
                                      scale, zp, &lo, &hi, err);
     if (st != QP_OK)
         return st;
-    size_t n = outer * channels * inner;
-    for (size_t i = 0; i < n; i++) {
-        size_t c = (i / inner) % channels;
-        int32_t q = qp_qa_quantize_one(f, x[i], scale[c], zp ? zp[c] : 0, lo, hi);
-        switch (out_dtype) {
-        case QP_DTYPE_I8: ((int8_t *)out)[i] = (int8_t)q; break;
-        case QP_DTYPE_U8: ((uint8_t *)out)[i] = (uint8_t)q; break;
-        case QP_DTYPE_I16: ((int16_t *)out)[i] = (int16_t)q; break;
-        default: ((uint16_t *)out)[i] = (uint16_t)q; break;
+    size_t es = qp_qa_size(out_dtype);
+    for (size_t o = 0; o < outer; o++)
+        for (size_t c = 0; c < channels; c++) {
+            size_t at = (o * channels + c) * inner;
+            qp_qa_quantize_row(f, x + at, inner, scale[c], zp ? zp[c] : 0, lo,
+                               hi, out_dtype, (char *)out + at * es);
         }
-    }
     return QP_OK;
 }
 
@@ -151,22 +138,115 @@ enum qp_status qp_qa_dequantize(const void *q, enum qp_dtype dtype,
                                      scale, zp, &lo, &hi, err);
     if (st != QP_OK)
         return st;
-    size_t n = outer * channels * inner;
-    for (size_t i = 0; i < n; i++) {
-        size_t c = (i / inner) % channels;
-        int32_t v;
-        switch (dtype) {
-        case QP_DTYPE_I8: v = ((const int8_t *)q)[i]; break;
-        case QP_DTYPE_U8: v = ((const uint8_t *)q)[i]; break;
-        case QP_DTYPE_I16: v = ((const int16_t *)q)[i]; break;
-        case QP_DTYPE_U16: v = ((const uint16_t *)q)[i]; break;
-        default: v = ((const int32_t *)q)[i]; break;
+    size_t es = qp_qa_size(dtype);
+    for (size_t o = 0; o < outer; o++)
+        for (size_t c = 0; c < channels; c++) {
+            size_t at = (o * channels + c) * inner;
+            qp_qa_dequantize_row((const char *)q + at * es, dtype, inner,
+                                 scale[c], zp ? zp[c] : 0, out + at);
         }
-        /* (float)v rounds int32 values beyond 2^24, as numpy's
-         * astype(float32) does */
-        out[i] = ((float)v - (float)(zp ? zp[c] : 0)) * scale[c];
-    }
     return QP_OK;
+}
+
+/* ---- rows ---------------------------------------------------------------- */
+
+void qp_qa_row_ref(enum qp_qa_flavor f, const float *x, size_t n, float scale,
+                   int32_t zp, int32_t qmin, int32_t qmax, enum qp_dtype dt,
+                   void *out)
+{
+    for (size_t i = 0; i < n; i++)
+        qp_qa_store(dt, out, i, qp_qa_quantize_one(f, x[i], scale, zp, qmin, qmax));
+}
+
+void qp_qa_fake_ref(enum qp_qa_flavor f, const float *x, size_t n, float scale,
+                    int32_t zp, int32_t qmin, int32_t qmax, float *y)
+{
+    float z = (float)zp;
+    for (size_t i = 0; i < n; i++)
+        y[i] = ((float)qp_qa_quantize_one(f, x[i], scale, zp, qmin, qmax) - z) *
+               scale;
+}
+
+/* (float)v rounds int32 values beyond 2^24, as numpy's astype(float32) */
+#define DEQUANTIZE_LOOP(T)                                                     \
+    for (size_t i = 0; i < n; i++)                                             \
+        out[i] = ((float)((const T *)q)[i] - z) * scale
+
+void qp_qa_dequantize_row(const void *q, enum qp_dtype dtype, size_t n,
+                          float scale, int32_t zp, float *out)
+{
+    float z = (float)zp;
+    switch (dtype) {
+    case QP_DTYPE_I8: DEQUANTIZE_LOOP(int8_t); break;
+    case QP_DTYPE_U8: DEQUANTIZE_LOOP(uint8_t); break;
+    case QP_DTYPE_I16: DEQUANTIZE_LOOP(int16_t); break;
+    case QP_DTYPE_U16: DEQUANTIZE_LOOP(uint16_t); break;
+    default: DEQUANTIZE_LOOP(int32_t); break;
+    }
+}
+
+/* The variant requantization chose (kernels/requant.h): the same
+ * instruction sets and the same QP_KERNELS cap. */
+static enum qp_rq_isa chosen_isa(void)
+{
+    const char *name = qp_rq_variant();
+    for (int isa = QP_RQ_ISA_COUNT - 1; isa > QP_RQ_ISA_REF; isa--)
+        if (!strcmp(name, qp_rq_isa_name((enum qp_rq_isa)isa)))
+            return (enum qp_rq_isa)isa;
+    return QP_RQ_ISA_REF;
+}
+
+const char *qp_qa_variant(void)
+{
+    return qp_rq_isa_name(chosen_isa());
+}
+
+void qp_qa_quantize_row_isa(enum qp_rq_isa isa, enum qp_qa_flavor f,
+                            const float *x, size_t n, float scale, int32_t zp,
+                            int32_t qmin, int32_t qmax,
+                            enum qp_dtype out_dtype, void *out)
+{
+    qp_qa_row_fn fn = qp_qa_row_ref;
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa == QP_RQ_ISA_AVX512)
+        fn = qp_qa_row_avx512;
+    else if (isa == QP_RQ_ISA_AVX2)
+        fn = qp_qa_row_avx2;
+#else
+    (void)isa;
+#endif
+    fn(f, x, n, scale, zp, qmin, qmax, out_dtype, out);
+}
+
+void qp_qa_fake_row_isa(enum qp_rq_isa isa, enum qp_qa_flavor f,
+                        const float *x, size_t n, float scale, int32_t zp,
+                        int32_t qmin, int32_t qmax, float *y)
+{
+    qp_qa_fake_fn fn = qp_qa_fake_ref;
+#if defined(__x86_64__) || defined(__i386__)
+    if (isa == QP_RQ_ISA_AVX512)
+        fn = qp_qa_fake_avx512;
+    else if (isa == QP_RQ_ISA_AVX2)
+        fn = qp_qa_fake_avx2;
+#else
+    (void)isa;
+#endif
+    fn(f, x, n, scale, zp, qmin, qmax, y);
+}
+
+void qp_qa_quantize_row(enum qp_qa_flavor f, const float *x, size_t n,
+                        float scale, int32_t zp, int32_t qmin, int32_t qmax,
+                        enum qp_dtype out_dtype, void *out)
+{
+    qp_qa_quantize_row_isa(chosen_isa(), f, x, n, scale, zp, qmin, qmax,
+                           out_dtype, out);
+}
+
+void qp_qa_fake_row(enum qp_qa_flavor f, const float *x, size_t n,
+                    float scale, int32_t zp, int32_t qmin, int32_t qmax,
+                    float *y)
+{
+    qp_qa_fake_row_isa(chosen_isa(), f, x, n, scale, zp, qmin, qmax, y);
 }
 
 void qp_qa_dynamic_u8(const float *x, size_t n, float *scale, uint8_t *zp,
@@ -183,9 +263,8 @@ void qp_qa_dynamic_u8(const float *x, size_t n, float *scale, uint8_t *zp,
     float s = maxx == minx ? 1.0f : (maxx - minx) / 255.0f;
     float initial = 0.0f - minx / s;
     float z = initial < 0.0f ? 0.0f : initial > 255.0f ? 255.0f : initial;
-    z = round_half_even(z);
+    z = qp_round_even_f(z);
     *scale = s;
     *zp = (uint8_t)z;
-    for (size_t i = 0; i < n; i++)
-        out[i] = (uint8_t)qp_qa_quantize_one(QP_QA_ONNX, x[i], s, (int32_t)z, 0, 255);
+    qp_qa_quantize_row(QP_QA_ONNX, x, n, s, (int32_t)z, 0, 255, QP_DTYPE_U8, out);
 }

@@ -4,30 +4,13 @@
  * of a QDQ graph rounds the float result half to even (ONNX's
  * QuantizeLinear), TFLite's fixed-point arithmetic rounds half away from
  * zero, ONNX Runtime's float multiply half to even. */
-#include "model/onnx-import.h"
 #include "model/qdq.h"
-#include "tests/unit/test-exec-onnx.h"
 #include "tests/unit/test-graph-util.h"
-
-enum { G_NODE = 1, G_INIT = 5, G_INPUT = 11, G_OUTPUT = 12 };
-
-static void init_t(struct pbe *g, const char *name, int type, int nd,
-                   const int64_t *dims, const void *raw, size_t bytes)
-{
-    struct pbe t = {0};
-    pbe_tensor_head(&t, dims, nd, type, name);
-    pbe_bytes(&t, 9, raw, bytes);
-    pbe_msg(g, G_INIT, &t);
-}
-
-static void scalar_f(struct pbe *g, const char *name, float v)
-{
-    init_t(g, name, 1, 0, NULL, &v, 4);
-}
+#include "tests/unit/test-qdq-model.h"
 
 static void scalar_i8(struct pbe *g, const char *name, int8_t v)
 {
-    init_t(g, name, 3, 0, NULL, &v, 1);
+    qm_scalar_q(g, name, T_I8, v);
 }
 
 static void value(struct pbe *g, unsigned field, const char *name, int elem,
@@ -38,35 +21,15 @@ static void value(struct pbe *g, unsigned field, const char *name, int elem,
 
 static void node(struct pbe *g, const char *op, const char *ins, const char *out)
 {
-    struct pbe n = {0};
-    for (const char *s = ins; s;) {
-        const char *comma = strchr(s, ',');
-        size_t len = comma ? (size_t)(comma - s) : strlen(s);
-        pbe_bytes(&n, 1, s, len);
-        s = comma ? comma + 1 : NULL;
-    }
-    pbe_str(&n, 2, out);
-    pbe_str(&n, 3, out);
-    pbe_str(&n, 4, op);
-    pbe_msg(g, G_NODE, &n);
+    qm_node(g, op, ins, out, NULL);
 }
 
 static struct qp_graph *load(struct qp_test_ctx *ctx, struct pbe *gr)
 {
-    struct pbe m = {0}, o = {0};
-    pbe_int(&m, 1, 8);
-    pbe_str(&o, 1, "");
-    pbe_int(&o, 2, 13);
-    pbe_msg(&m, 8, &o);
-    pbe_msg(&m, 7, gr);
-    struct qp_error err;
-    struct qp_onnx_model *om;
-    struct qp_graph *g = NULL;
-    enum qp_status st = qp_onnx_parse("qdq.onnx", m.p, m.n, NULL, NULL, &om, &err);
+    struct pbe m;
+    qm_model(gr, &m);
+    struct qp_graph *g = qm_load(ctx, &m);
     free(m.p);
-    if (!st)
-        st = qp_model_from_onnx(om, NULL, &g, &err);
-    CHECK_OK(st, &err);
     return g;
 }
 
@@ -84,10 +47,10 @@ static struct qp_graph *qdq_model(struct qp_test_ctx *ctx, const char *op)
     value(&g, G_INPUT, "x", 1, conv ? 4 : 2, xd);
     if (add)
         value(&g, G_INPUT, "x2", 1, 2, xs + 2);
-    scalar_f(&g, "s1", 1.0f);
-    scalar_f(&g, "s2", 2.0f);
+    qm_scalar_f(&g, "s1", 1.0f);
+    qm_scalar_f(&g, "s2", 2.0f);
     scalar_i8(&g, "z", 0);
-    init_t(&g, "wq", 3, conv ? 4 : 2, conv ? ws4 : ws2, &one, 1);
+    qm_init(&g, "wq", 3, conv ? 4 : 2, conv ? ws4 : ws2, &one, 1);
     node(&g, "QuantizeLinear", "x,s1,z", "xq");
     node(&g, "DequantizeLinear", "xq,s1,z", "xd");
     if (add) {
@@ -156,10 +119,10 @@ QP_TEST(qdq_conv_matmul_add_round_as_each_runtime)
         run(ctx, g, QP_RQ_TFLITE_DOUBLE, in, in2, k == 2 ? tflite_add : tflite,
             &fused);
         CHECK_INT(fused, 1);
-        if (k < 2) { /* ORT has no integer add: the graph's float add */
-            run(ctx, g, QP_RQ_ORT, in, in2, even, &fused);
-            CHECK_INT(fused, 1);
-        }
+        /* ONNX Runtime on x86 fuses no group with int8 activations:
+         * DQ -> float -> Q, half to even here (model/qdq.c) */
+        run(ctx, g, QP_RQ_ORT, in, in2, even, &fused);
+        CHECK_INT(fused, 0);
         qp_graph_free(g);
     }
     qp_tensor_free(x4);
@@ -176,9 +139,9 @@ QP_TEST(qdq_qlinear_nodes_take_the_flavor)
     const int8_t bw[2] = {1, 0};
     int64_t ad[2] = {1, 2}, bd[2] = {2, 1}, yd[2] = {1, 1};
     value(&g, G_INPUT, "a", 3, 2, ad);
-    init_t(&g, "b", 3, 2, bd, bw, 2);
-    scalar_f(&g, "s1", 1.0f);
-    scalar_f(&g, "s2", 2.0f);
+    qm_init(&g, "b", 3, 2, bd, bw, 2);
+    qm_scalar_f(&g, "s1", 1.0f);
+    qm_scalar_f(&g, "s2", 2.0f);
     scalar_i8(&g, "z", 0);
     node(&g, "QLinearMatMul", "a,s1,z,b,s1,z,s2,z", "y");
     value(&g, G_OUTPUT, "y", 3, 2, yd);

@@ -133,11 +133,12 @@ static long node_lsb(struct qp_qplan *ip, int i, const struct store *s,
 }
 
 static void check_flavor(struct qp_test_ctx *ctx, const struct qp_graph *g,
-                         const struct qp_tensor *x, enum qp_rq_flavor flavor)
+                         const struct qp_tensor *x, enum qp_rq_flavor flavor,
+                         const char *scheme, int min_kernels)
 {
     struct qp_error err;
     struct qp_scheme sc;
-    REQUIRE_OK(qp_scheme_parse("w8c+a8t", &sc, NULL, &err), &err);
+    REQUIRE_OK(qp_scheme_parse(scheme, &sc, NULL, &err), &err);
     struct qp_qplan *fp = NULL, *ip = NULL;
     struct qp_qplan_opts fo = {QP_MODE_FAKE, &sc, NULL, flavor};
     struct qp_qplan_opts io = {QP_MODE_INT, &sc, NULL, flavor};
@@ -173,10 +174,10 @@ static void check_flavor(struct qp_test_ctx *ctx, const struct qp_graph *g,
                 printf("    %s off by %ld LSB\n", lab, lsb);
         }
     }
-    printf("int vs fake (%s): %d integer-kernel layers (1 LSB allowed) and %d "
-           "other nodes (exact) checked, %d beyond\n", qp_rq_flavor_name(flavor),
-           kernels, others, bad);
-    CHECK(kernels >= 40);
+    printf("int vs fake (%s, %s): %d integer-kernel layers (1 LSB allowed) and "
+           "%d other nodes (exact) checked, %d beyond\n", scheme,
+           qp_rq_flavor_name(flavor), kernels, others, bad);
+    CHECK(kernels >= min_kernels);
     for (int v = 0; v < g->n_values; v++)
         qp_tensor_free(s.t[v]);
     free(s.t);
@@ -194,45 +195,23 @@ QP_TEST(qmode_int_layers_match_fake_layers_on_the_recognizer)
     REQUIRE_OK(qp_model_load_onnx(path, NULL, &g, &err), &err);
     struct qp_tensor *x = image("x", 48, 320);
     REQUIRE(x);
-    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE);
-    check_flavor(ctx, g, x, QP_RQ_ORT);
+    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE, "w8c+a8t", 40);
+    check_flavor(ctx, g, x, QP_RQ_ORT, "w8c+a8t", 40);
+    /* 4-bit weights run on the int8 kernels, unpacked */
+    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE, "w4c+a8t", 40);
+    /* group-wise weights are refused, saying why */
+    struct qp_scheme sc;
+    struct qp_qplan *ip = NULL;
+    REQUIRE_OK(qp_scheme_parse("w4g32+a8t", &sc, NULL, &err), &err);
+    struct qp_qplan_opts io = {QP_MODE_INT, &sc, NULL, QP_RQ_TFLITE_DOUBLE};
+    const struct qp_tensor *feed[1] = {x};
+    REQUIRE_OK(qp_qplan_new(g, &io, &ip, &err), &err);
+    CHECK_OK(qp_qplan_calibrate(ip, feed, &err), &err);
+    CHECK_FAILS(qp_qplan_finish(ip, &err), QP_E_UNSUPPORTED, &err,
+                "group-wise w4: group-wise weights need a scale per group");
+    qp_qplan_free(ip);
     qp_tensor_free(x);
     qp_graph_free(g);
-}
-
-QP_TEST(qmode_fast_quantizer_matches_the_kernel)
-{
-    /* every flavor, ties, out-of-range values, NaN and infinities, odd
-     * scales and zero points: the same integers as qp_qa_quantize_one */
-    enum { N = 20000 };
-    float *x = malloc(N * sizeof *x);
-    int32_t *q = malloc(N * sizeof *q);
-    REQUIRE(x && q);
-    uint32_t s = 99;
-    const float scales[4] = {1.0f, 0.5f, 0.0123f, 3.0e-6f};
-    const int32_t zps[4] = {0, 3, -7, 128};
-    int bad = 0;
-    for (int f = 0; f < QP_QA_COUNT; f++)
-        for (int k = 0; k < 4; k++) {
-            float sc = scales[k];
-            int32_t z = zps[k], qmin = z == 128 ? 0 : -128, qmax = z == 128 ? 255 : 127;
-            for (int i = 0; i < N; i++) {
-                s = s * 1664525u + 1013904223u;
-                float t = (float)((int32_t)(s >> 8) % 600 - 300) * 0.5f; /* ties */
-                x[i] = i % 5 == 0 ? t * sc : (float)((int32_t)s) * 1e-7f * sc * 300;
-            }
-            x[1] = NAN;
-            x[2] = INFINITY;
-            x[3] = -INFINITY;
-            x[4] = 1e30f;
-            qp_qplan_quantize_f32((enum qp_qa_flavor)f, x, N, sc, z, qmin, qmax, q);
-            for (int i = 0; i < N; i++)
-                bad += q[i] != qp_qa_quantize_one((enum qp_qa_flavor)f, x[i], sc, z,
-                                                  qmin, qmax);
-        }
-    CHECK_INT(bad, 0);
-    free(x);
-    free(q);
 }
 
 QP_TEST(qmode_recipe_rules_pick_layers_by_weight_name)
@@ -295,5 +274,110 @@ QP_TEST(qmode_recipe_rules_pick_layers_by_weight_name)
     }
     qp_qplan_free(p);
     qp_recipe_free(r);
+    qp_graph_free(g);
+}
+
+/* A constant float tensor of shape with deterministic values in +-amp. */
+static struct qp_tensor *konst_f32(const char *name, int nd, const int64_t *shape,
+                                   float amp, uint32_t seed)
+{
+    struct qp_tensor *t;
+    struct qp_error err;
+    if (qp_tensor_new(name, QP_DTYPE_F32, nd, shape, &t, &err))
+        return NULL;
+    for (size_t i = 0; i < qp_tensor_numel(t); i++) {
+        seed = seed * 1664525u + 1013904223u;
+        ((float *)t->data)[i] = amp * ((float)(seed >> 8) / 8388608.0f - 1.0f);
+    }
+    return t;
+}
+
+QP_TEST(qmode_int_conv1d_and_gemm_transa_match_fake_layers)
+{
+    /* x [1,4,20] -> Conv 1-D (w [6,4,3], pads 1, stride 1) -> [1,6,20]
+     * -> Flatten(axis 2) [6,20] -> Gemm(transA: A^T [20,6] . w2 [6,5] + b)
+     * -> [20,5]: both integer layers within 1 LSB of the fake mode */
+    struct qp_error err;
+    struct qp_graph *g;
+    REQUIRE_OK(qp_graph_new("c1", &g, &err), &err);
+    int64_t xs[3] = {1, 4, 20}, ws[3] = {6, 4, 3}, w2s[2] = {6, 5}, bs[1] = {5};
+    struct qp_tensor *w = konst_f32("w", 3, ws, 0.5f, 1);
+    struct qp_tensor *w2 = konst_f32("w2", 2, w2s, 0.7f, 2);
+    struct qp_tensor *b = konst_f32("b", 1, bs, 0.3f, 3);
+    REQUIRE(w && w2 && b);
+    REQUIRE_OK(qp_graph_add_input(g, "x", QP_DTYPE_F32, 3, xs, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, w, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, w2, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, b, &err), &err);
+    const char *ci[2] = {"x", "w"}, *co[1] = {"c"}, *fi[1] = {"c"}, *fo[1] = {"f"};
+    const char *gi[3] = {"f", "w2", "b"}, *go[1] = {"y"};
+    int id;
+    REQUIRE_OK(qp_graph_add_node(g, "Conv", "", 13, "conv", 2, ci, 1, co, &id, &err),
+               &err);
+    const int64_t pads[2] = {1, 1};
+    REQUIRE_OK(qp_node_set_ints(&g->nodes[id], "pads", pads, 2, &err), &err);
+    REQUIRE_OK(qp_graph_add_node(g, "Flatten", "", 13, "flat", 1, fi, 1, fo, &id, &err),
+               &err);
+    REQUIRE_OK(qp_node_set_int(&g->nodes[id], "axis", 2, &err), &err);
+    REQUIRE_OK(qp_graph_add_node(g, "Gemm", "", 13, "gemm", 3, gi, 1, go, &id, &err),
+               &err);
+    REQUIRE_OK(qp_node_set_int(&g->nodes[id], "transA", 1, &err), &err);
+    REQUIRE_OK(qp_graph_add_output(g, "y", &err), &err);
+    REQUIRE_OK(qp_graph_finalize(g, &err), &err);
+    struct qp_tensor *x = konst_f32("x", 3, xs, 2.0f, 4);
+    REQUIRE(x);
+    check_flavor(ctx, g, x, QP_RQ_TFLITE_DOUBLE, "w8c+a8t", 2);
+    check_flavor(ctx, g, x, QP_RQ_ORT, "w8t+a8tz", 2);
+    qp_tensor_free(x);
+    qp_graph_free(g);
+}
+
+QP_TEST(qmode_recipe_rules_pick_the_layer_output_activation)
+{
+    /* x -> conv1 (w1) -> c1 -> conv2 (w2) -> y. Default w8c+a8t; w1's rule
+     * w8c+a16t makes c1 16-bit; w2's rule fp32 leaves y float; x keeps the
+     * default's 8 bits */
+    struct qp_error err;
+    struct qp_graph *g;
+    REQUIRE_OK(qp_graph_new("r2", &g, &err), &err);
+    int64_t xs[4] = {1, 2, 3, 3}, ws[4] = {2, 2, 1, 1};
+    struct qp_tensor *w1 = konst_f32("w1", 4, ws, 0.5f, 5);
+    struct qp_tensor *w2 = konst_f32("w2", 4, ws, 0.5f, 6);
+    REQUIRE(w1 && w2);
+    REQUIRE_OK(qp_graph_add_input(g, "x", QP_DTYPE_F32, 4, xs, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, w1, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, w2, &err), &err);
+    const char *c1[2] = {"x", "w1"}, *o1[1] = {"c1"}, *c2[2] = {"c1", "w2"},
+               *o2[1] = {"y"};
+    REQUIRE_OK(qp_graph_add_node(g, "Conv", "", 13, "conv1", 2, c1, 1, o1, NULL, &err),
+               &err);
+    REQUIRE_OK(qp_graph_add_node(g, "Conv", "", 13, "conv2", 2, c2, 1, o2, NULL, &err),
+               &err);
+    REQUIRE_OK(qp_graph_add_output(g, "y", &err), &err);
+    REQUIRE_OK(qp_graph_finalize(g, &err), &err);
+    struct qp_recipe *r;
+    REQUIRE_OK(qp_recipe_parse("{\"qprobe_recipe\": 1, \"default\": \"w8c+a8t\", "
+                               "\"layers\": {\"w1\": \"w8c+a16t\", \"w2\": \"fp32\"}}",
+                               "r", &r, &err), &err);
+    struct qp_qplan *p;
+    struct qp_qplan_opts o = {QP_MODE_FAKE, NULL, r, QP_RQ_TFLITE_DOUBLE};
+    REQUIRE_OK(qp_qplan_new(g, &o, &p, &err), &err);
+    struct qp_tensor *x = konst_f32("x", 4, xs, 1.0f, 7);
+    const struct qp_tensor *feed[1] = {x};
+    REQUIRE(x);
+    CHECK_OK(qp_qplan_calibrate(p, feed, &err), &err);
+    CHECK_OK(qp_qplan_finish(p, &err), &err);
+    int vx = qp_graph_find(g, "x"), v1 = qp_graph_find(g, "c1"), vy = qp_graph_find(g, "y");
+    REQUIRE(vx >= 0 && v1 >= 0 && vy >= 0);
+    CHECK(p->v[vx].quant);
+    CHECK_INT(p->v[vx].dtype, QP_DTYPE_I8);
+    CHECK(p->v[v1].quant);
+    CHECK_INT(p->v[v1].as.f.bits, 16);
+    CHECK_INT(p->v[v1].dtype, QP_DTYPE_I16);
+    CHECK_INT(p->v[v1].qmax, 32767);
+    CHECK(!p->v[vy].quant);
+    qp_qplan_free(p);
+    qp_recipe_free(r);
+    qp_tensor_free(x);
     qp_graph_free(g);
 }

@@ -1,0 +1,29 @@
+/* kernels/lut-s8.h: byte lookup tables, y[i] = table[x[i]], the way NPUs
+ * run elementwise functions of 8-bit activations (the int mode's
+ * activations, x + c, x * c, ...). The reference is the plain loop; the
+ * AVX-512 VBMI variant looks up 64 bytes at a time (two 128-entry
+ * permutes and a blend on the index's top bit) and gives the same bytes
+ * (tests/unit/test-lut-s8.c). Chosen once; QP_KERNELS caps it like every
+ * kernel family (kernels/dispatch.h). */
+#ifndef QP_KERNELS_LUT_S8_H
+#define QP_KERNELS_LUT_S8_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* y[i] = table[x[i]] for i < n; y may be x. */
+void qp_lut8_apply(const uint8_t table[256], const uint8_t *x, size_t n,
+                   uint8_t *y);
+
+/* The reference, and the variant by name ("ref" or "avx512-vbmi"; false
+ * when this machine lacks it), for tests. */
+void qp_lut8_apply_ref(const uint8_t table[256], const uint8_t *x, size_t n,
+                       uint8_t *y);
+bool qp_lut8_apply_variant(const char *name, const uint8_t table[256],
+                           const uint8_t *x, size_t n, uint8_t *y);
+
+/* "ref" or "avx512-vbmi": the variant qp_lut8_apply uses. */
+const char *qp_lut8_variant(void);
+
+#endif
