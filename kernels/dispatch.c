@@ -12,6 +12,8 @@
 
 #include "kernels/depthwise-s8-ukernel.h"
 #include "kernels/gemm-s8-ukernel.h"
+#include "kernels/lut-s8.h"
+#include "kernels/quantize-act.h"
 #include "kernels/requant.h"
 
 #if defined(__aarch64__)
@@ -177,10 +179,11 @@ static void fill(void)
         if (qp_kern_isa_allowed(preference[i]))
             table.depthwise_s8 = dw_variant(preference[i]);
     snprintf(describe, sizeof describe,
-             "kernels: gemm-s8=%s depthwise-s8=%s requant=%s",
+             "kernels: gemm-s8=%s depthwise-s8=%s requant=%s "
+             "quantize-act=%s lut8=%s",
              table.gemm_s8 ? table.gemm_s8->name : "ref",
              table.depthwise_s8 ? table.depthwise_s8->name : "ref",
-             qp_rq_variant());
+             qp_rq_variant(), qp_qa_variant(), qp_lut8_variant());
 }
 
 const struct qp_kern_table *qp_kern_table(void)

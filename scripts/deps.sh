@@ -9,6 +9,7 @@ libopenblas-dev liblapacke-dev libhdf5-dev hdf5-tools libcjson-dev libcsv-dev
 libzip-dev zlib1g-dev gnuplot-nox
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
 libgemmlowp-dev libxnnpack-dev libpthreadpool-dev
+gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 nodejs"
 
 missing=""

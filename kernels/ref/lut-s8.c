@@ -23,16 +23,14 @@ void qp_lut8_apply_ref(const uint8_t table[256], const uint8_t *x, size_t n,
         y[i] = table[x[i]];
 }
 
+#if defined(__x86_64__)
 static bool vbmi_available(void)
 {
-#if defined(__x86_64__)
     __builtin_cpu_init();
     return qp_kern_isa_available(QP_KERN_AVX512) &&
            __builtin_cpu_supports("avx512vbmi");
-#else
-    return false;
-#endif
 }
+#endif
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static lut_fn chosen = qp_lut8_apply_ref;
