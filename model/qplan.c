@@ -59,16 +59,14 @@ static bool weighted(const struct qp_graph *g, const struct qp_node *n,
     const struct qp_tensor *w = g->values[n->in[1]].konst;
     if (!w || w->dtype != QP_DTYPE_F32 || w->ndim < 2)
         return false;
-    if (is_op(n, "Conv") || is_op(n, "ConvTranspose"))
-        *layout = QP_WLAYOUT_TORCH;
-    else if (is_op(n, "MatMul"))
-        *layout = QP_WLAYOUT_KERAS; /* [.., K, N]: N is the output */
-    else if (is_op(n, "Gemm"))
-        *layout = qp_attr_int(n, "transB", 0) ? QP_WLAYOUT_TORCH
-                                              : QP_WLAYOUT_KERAS;
-    else
-        return false;
-    return true;
+    /* the same rule as `qprobe quantize` on ONNX models: Conv OIHW,
+     * ConvTranspose IOHW, MatMul [.., K, N], Gemm by transB */
+    static const char *const ops[] = {"Conv", "ConvTranspose", "MatMul", "Gemm"};
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+        if (is_op(n, ops[i]))
+            return qp_wlayout_of_onnx_op(ops[i], qp_attr_int(n, "transB", 0) != 0,
+                                         layout);
+    return false;
 }
 
 /* The rule name of a weight: a BatchNorm-folded "W:bn" is "W". */

@@ -381,3 +381,48 @@ QP_TEST(qmode_recipe_rules_pick_the_layer_output_activation)
     qp_tensor_free(x);
     qp_graph_free(g);
 }
+
+QP_TEST(qmode_weight_channels_follow_each_operators_layout)
+{
+    /* per-channel scales run along the output channels: axis 0 of a Conv's
+     * OIHW weight, axis 1 of a ConvTranspose's IOHW weight and of a
+     * MatMul's [K, N] B; the channel count says which axis was taken */
+    struct qp_error err;
+    struct qp_graph *g;
+    REQUIRE_OK(qp_graph_new("layouts", &g, &err), &err);
+    int64_t xs[4] = {1, 2, 4, 4}, cws[4] = {5, 2, 1, 1}, tws[4] = {5, 3, 1, 1};
+    int64_t ms[2] = {4, 7};
+    struct qp_tensor *cw = konst_f32("cw", 4, cws, 0.5f, 11);
+    struct qp_tensor *tw = konst_f32("tw", 4, tws, 0.5f, 12);
+    struct qp_tensor *mw = konst_f32("mw", 2, ms, 0.5f, 13);
+    REQUIRE(cw && tw && mw);
+    REQUIRE_OK(qp_graph_add_input(g, "x", QP_DTYPE_F32, 4, xs, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, cw, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, tw, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, mw, &err), &err);
+    const char *ci[2] = {"x", "cw"}, *co[1] = {"c"};       /* [1,5,4,4] */
+    const char *ti[2] = {"c", "tw"}, *to[1] = {"t"};       /* [1,3,4,4] */
+    const char *mi[2] = {"t", "mw"}, *mo[1] = {"y"};       /* [1,3,4,7] */
+    int conv, convt, mm;
+    REQUIRE_OK(qp_graph_add_node(g, "Conv", "", 13, "conv", 2, ci, 1, co, &conv, &err), &err);
+    REQUIRE_OK(qp_graph_add_node(g, "ConvTranspose", "", 13, "convt", 2, ti, 1, to,
+                                 &convt, &err), &err);
+    REQUIRE_OK(qp_graph_add_node(g, "MatMul", "", 13, "mm", 2, mi, 1, mo, &mm, &err), &err);
+    REQUIRE_OK(qp_graph_add_output(g, "y", &err), &err);
+    REQUIRE_OK(qp_graph_finalize(g, &err), &err);
+    struct qp_scheme s;
+    REQUIRE_OK(qp_scheme_parse("w8c", &s, NULL, &err), &err);
+    struct qp_qplan_opts o = {QP_MODE_FAKE, &s, NULL, QP_RQ_TFLITE_DOUBLE};
+    struct qp_qplan *p;
+    REQUIRE_OK(qp_qplan_new(g, &o, &p, &err), &err);
+    const struct qp_tensor *q[3] = {p->n[conv].w_q, p->n[convt].w_q, p->n[mm].w_q};
+    const int axis[3] = {0, 1, 1};
+    const size_t count[3] = {5, 3, 7};
+    for (int k = 0; k < 3; k++) {
+        REQUIRE(q[k] && q[k]->qp);
+        CHECK_INT(q[k]->qp->axis, axis[k]);
+        CHECK_INT(q[k]->qp->count, count[k]);
+    }
+    qp_qplan_free(p);
+    qp_graph_free(g);
+}
