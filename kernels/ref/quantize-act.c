@@ -185,14 +185,27 @@ void qp_qa_dequantize_row(const void *q, enum qp_dtype dtype, size_t n,
     }
 }
 
+/* True for the instruction sets with SIMD rows here (x86 only so far). */
+static bool has_rows(enum qp_rq_isa isa)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return isa == QP_RQ_ISA_AVX512 || isa == QP_RQ_ISA_AVX2;
+#else
+    (void)isa;
+    return false;
+#endif
+}
+
 /* The variant requantization chose (kernels/requant.h): the same
- * instruction sets and the same QP_KERNELS cap. */
+ * instruction sets and the same QP_KERNELS cap; the reference where this
+ * file has no rows for it (e.g. NEON). */
 static enum qp_rq_isa chosen_isa(void)
 {
     const char *name = qp_rq_variant();
     for (int isa = QP_RQ_ISA_COUNT - 1; isa > QP_RQ_ISA_REF; isa--)
         if (!strcmp(name, qp_rq_isa_name((enum qp_rq_isa)isa)))
-            return (enum qp_rq_isa)isa;
+            return has_rows((enum qp_rq_isa)isa) ? (enum qp_rq_isa)isa
+                                                 : QP_RQ_ISA_REF;
     return QP_RQ_ISA_REF;
 }
 
