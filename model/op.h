@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/tensor.h"
+#include "kernels/eltwise-f32.h"
 #include "model/graph.h"
 
 /* dtype and shape of a value. */
@@ -195,6 +196,27 @@ void qp_op_parallel_for(const struct qp_op_ctx *c, size_t n,
                         size_t min_per_thread,
                         void (*fn)(void *ctx, size_t begin, size_t end),
                         void *ctx);
+
+/* ---- elementwise forms (for fusion, model/fuse.c) ---------------------- */
+
+/* What a node computes per element in f32: unary (input 0, with alpha
+ * and beta) or binary (inputs 0 and 1, numpy broadcasting). */
+struct qp_ew_step {
+    bool binary;
+    enum qp_ew_unary unary;
+    float alpha, beta;
+    enum qp_ew_binary op;
+};
+
+/* True when node c->n is an f32 unary function or Clip (model/op-unary.c),
+ * or a two-input Add, Sub, Mul, Div, Pow, Max or Min (model/op-binary.c),
+ * and then *s describes it: the node's run gives exactly the bits of
+ * the matching kernels/eltwise-f32.h loop. With c->in NULL only the
+ * operator is looked at (s is not written); otherwise the inputs may be
+ * descriptors (data NULL) but for Clip's bounds, which need data, and a
+ * dtype other than f32 gives false. */
+bool qp_op_unary_ew(const struct qp_op_ctx *c, struct qp_ew_step *s);
+bool qp_op_binary_ew(const struct qp_op_ctx *c, struct qp_ew_step *s);
 
 /* Operator families (model/op-<family>.c), each ending with a NULL name. */
 extern const struct qp_op_def qp_ops_binary[];
