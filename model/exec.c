@@ -5,8 +5,10 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/parallel.h"
+#include "model/fuse.h"
 
 /* ---- buffers ------------------------------------------------------------- */
 
@@ -214,6 +216,8 @@ struct run {
     struct qp_scratch scratch;
     struct bufcache cache;
     struct qp_pool *pool;      /* threads shared by the nodes' loops */
+    const struct qp_exec_tune *tune;
+    size_t ran;                /* nodes run so far */
 };
 
 static void track_peak(struct run *r)
@@ -314,6 +318,24 @@ static enum qp_status feed_inputs(struct run *r,
     return QP_OK;
 }
 
+/* Counts node's read of each of its inputs; frees those whose last
+ * consumer it was. */
+static void release_inputs(struct run *r, int node)
+{
+    const struct qp_graph *g = r->g;
+    const struct qp_node *n = &g->nodes[node];
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        if (v < 0 || g->values[v].konst || !r->live[v])
+            continue;
+        bool first = true;
+        for (int j = 0; j < k; j++)
+            first &= n->in[j] != v;
+        if (first && --r->remaining[v] == 0 && !g->values[v].is_output)
+            drop(r, v);
+    }
+}
+
 static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
 {
     const struct qp_graph *g = r->g;
@@ -368,18 +390,123 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
     }
     if (st)
         return st;
-    /* inputs whose last consumer this was */
-    for (int k = 0; k < n->n_in; k++) {
-        int v = n->in[k];
-        if (v < 0 || g->values[v].konst || !r->live[v])
+    release_inputs(r, node);
+    return QP_OK;
+}
+
+/* ---- fused elementwise passes (model/fuse.h) --------------------------- */
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Accounts nodes[0..n), run as one pass that started at t0. */
+static void account(struct run *r, const int *nodes, int n, double t0)
+{
+    const struct qp_exec_tune *t = r->tune;
+    if (t && t->node_seconds)
+        t->node_seconds[nodes[0]] += now_seconds() - t0;
+    for (int k = 0; t && t->node_pass && k < n; k++)
+        t->node_pass[nodes[k]] = nodes[0];
+    r->ran += (size_t)n;
+    const struct qp_progress *p = r->opts ? r->opts->progress : NULL;
+    qp_progress_report(p, "run", r->ran, (uint64_t)r->g->n_nodes);
+}
+
+static enum qp_status run_timed(struct run *r, int node, struct qp_error *err)
+{
+    double t0 = r->tune && r->tune->node_seconds ? now_seconds() : 0;
+    enum qp_status st = run_one(r, node, err);
+    account(r, &node, 1, t0);
+    return st;
+}
+
+static const struct qp_tensor *value_now(void *ctx, int v)
+{
+    const struct run *r = ctx;
+    return r->g->values[v].konst ? r->g->values[v].konst : r->live[v];
+}
+
+/* Segment s of p, of more than one node: its exported outputs are
+ * allocated, computed in one pass and published; then its inputs are
+ * released as if each node had run. */
+static enum qp_status run_segment(struct run *r, const struct qp_fuse_plan *p,
+                                  int s, struct qp_error *err)
+{
+    const struct qp_graph *g = r->g;
+    int first = p->seg_first[s], cnt = p->seg_count[s];
+    int nodes[QP_FUSE_MAX_NODES];
+    struct qp_tensor *out[QP_FUSE_MAX_NODES] = {0};
+    double t0 = r->tune && r->tune->node_seconds ? now_seconds() : 0;
+    enum qp_status st = QP_OK;
+    for (int k = 0; k < cnt; k++) {
+        const struct qp_fuse_member *m = &p->m[first + k];
+        nodes[k] = m->node;
+        if (!st && m->exported) {
+            int v = g->nodes[m->node].out[0];
+            st = new_tensor(&r->cache, value_name(g, v), &m->desc, &out[k], err);
+            if (!st)
+                r->live_bytes += out[k]->nbytes;
+        }
+    }
+    if (!st) {
+        qp_fuse_run(g, p, s, value_now, r, out, r->pool);
+        track_peak(r);
+    }
+    for (int k = 0; k < cnt; k++)
+        if (out[k])
+            r->live_bytes -= out[k]->nbytes;
+    for (int k = 0; k < cnt; k++) {
+        if (!out[k])
             continue;
-        bool first = true;
-        for (int j = 0; j < k; j++)
-            first &= n->in[j] != v;
-        if (first && --r->remaining[v] == 0 && !g->values[v].is_output)
-            drop(r, v);
+        if (st)
+            free_tensor(&r->cache, out[k], r->live_bytes);
+        else
+            st = publish(r, g->nodes[nodes[k]].out[0], out[k], true, err);
+    }
+    if (st)
+        return st;
+    for (int k = 0; k < cnt; k++)
+        release_inputs(r, nodes[k]);
+    account(r, nodes, cnt, t0);
+    return QP_OK;
+}
+
+/* Runs nodes at order positions [pos, pos + len), all fusion candidates,
+ * or a prefix of them; *done receives how many ran. */
+static enum qp_status run_fused(struct run *r, int pos, int len, int *done,
+                                struct qp_error *err)
+{
+    const struct qp_graph *g = r->g;
+    const struct qp_exec_opts *o = r->opts;
+    const char *glob = o && o->on_capture ? o->capture : NULL;
+    struct qp_fuse_plan p;
+    if (qp_fuse_plan(g, g->order + pos, len, value_now, r, glob, &p) == 0) {
+        *done = 1;
+        return run_timed(r, g->order[pos], err);
+    }
+    *done = p.n;
+    for (int s = 0; s < p.n_seg; s++) {
+        enum qp_status st = p.seg_count[s] == 1
+            ? run_timed(r, p.m[p.seg_first[s]].node, err)
+            : run_segment(r, &p, s, err);
+        if (st)
+            return st;
     }
     return QP_OK;
+}
+
+/* Length of the run of fusion candidates starting at order position i. */
+static int candidates_at(const struct qp_graph *g, int i)
+{
+    int len = 0;
+    while (i + len < g->n_nodes && len < QP_FUSE_MAX_NODES &&
+           qp_fuse_candidate(g, g->order[i + len]))
+        len++;
+    return len;
 }
 
 static enum qp_status collect_outputs(struct run *r, struct qp_tensor **outputs,
@@ -415,13 +542,27 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
                            struct qp_tensor **outputs,
                            struct qp_exec_stats *stats, struct qp_error *err)
 {
+    return qp_exec_run_tuned(g, inputs, n_inputs, opts, NULL, outputs, stats,
+                             err);
+}
+
+enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
+                                 const struct qp_tensor *const *inputs,
+                                 int n_inputs, const struct qp_exec_opts *opts,
+                                 const struct qp_exec_tune *tune,
+                                 struct qp_tensor **outputs,
+                                 struct qp_exec_stats *stats,
+                                 struct qp_error *err)
+{
     if (!g->finalized)
         return qp_fail(err, QP_E_INVAL, "graph '%s' is not finalized", g->name);
     if (n_inputs != g->n_inputs)
         return qp_fail(err, QP_E_INVAL, "graph '%s' has %d inputs, %d given",
                        g->name, g->n_inputs, n_inputs);
     struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}, {{0}, {0}, 0, 0},
-                    qp_pool_new(0)};
+                    qp_pool_new(0), tune, 0};
+    /* the modes' hooks see every node */
+    bool fuse = !(tune && tune->no_fusion) && !(opts && opts->hooks);
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
     r.live = calloc(nv, sizeof *r.live);
     r.owned = calloc(nv, sizeof *r.owned);
@@ -433,12 +574,11 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
         st = qp_fail(err, QP_E_NOMEM, "graph '%s': out of memory", g->name);
     if (!st)
         st = feed_inputs(&r, inputs, err);
-    size_t ran = 0;
-    const struct qp_progress *p = opts ? opts->progress : NULL;
-    for (int i = 0; !st && i < g->n_nodes; i++) {
-        st = run_one(&r, g->order[i], err);
-        ran++;
-        qp_progress_report(p, "run", ran, (uint64_t)g->n_nodes);
+    for (int i = 0; !st && i < g->n_nodes;) {
+        int len = fuse ? candidates_at(g, i) : 0, done = 1;
+        st = len > 1 ? run_fused(&r, i, len, &done, err)
+                     : run_timed(&r, g->order[i], err);
+        i += done;
     }
     if (!st)
         st = collect_outputs(&r, outputs, err);
@@ -452,7 +592,7 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
             drop(&r, v);
     if (stats) {
         stats->peak_bytes = r.peak;
-        stats->nodes_run = ran;
+        stats->nodes_run = r.ran;
     }
     qp_scratch_release(&r.scratch);
     cache_release(&r.cache);
