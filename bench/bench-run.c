@@ -17,8 +17,9 @@
  * (the executor's own count) and the process's peak RSS (both modes).
  *
  * --profile adds, per model, the fp32 time per operator type and the
- * slowest nodes (fused elementwise passes count as one, under their
- * first node), from the executor's per-node clock (qp_exec_run_tuned).
+ * slowest nodes (a fused pass counts as one, under its first node: "Conv
+ * + fused elementwise" for a Conv with its activation as epilogue), from
+ * the executor's per-node clock (qp_exec_run_tuned).
  * --no-fusion runs fp32 node by node.
  *
  *   build/bench/bench-run [--profile] [--no-fusion] [MODEL.onnx N,C,H,W]...
@@ -35,6 +36,7 @@
 #include "formats/npy.h"
 #include "kernels/blas.h"
 #include "model/exec.h"
+#include "model/fuse.h"
 #include "model/infer.h"
 #include "model/onnx-import.h"
 #include "model/qplan.h"
@@ -224,8 +226,13 @@ static int profile(const char *label, const struct qp_graph *g,
         int members = 0;
         for (int j = 0; j < g->n_nodes; j++)
             members += pass[j] == i;
-        prof_add(types, &nt, (int)nn, members > 1 ? "fused elementwise"
-                 : g->nodes[i].op_type, members, sec[i]);
+        char cat[96];
+        bool ew = qp_fuse_candidate(g, i);
+        snprintf(cat, sizeof cat, "%s%s", members == 1 ? g->nodes[i].op_type
+                 : ew ? "elementwise" : g->nodes[i].op_type,
+                 members > 1 ? " + fused elementwise" : "");
+        prof_add(types, &nt, (int)nn, members > 1 && ew ? "fused elementwise"
+                 : cat, members, sec[i]);
         pass_label(g, pass, i, d, known, top[ntop].label, sizeof top[ntop].label);
         top[ntop].nodes = members;
         top[ntop++].s = sec[i];

@@ -8,26 +8,11 @@
 #include <time.h>
 
 #include "core/parallel.h"
+#include "model/exec-run.h"
 #include "model/fuse.h"
+#include "model/op-conv.h"
 
 /* ---- buffers ------------------------------------------------------------- */
-
-/* Freed activation buffers kept for reuse within one run: fresh large
- * allocations come from mmap and fault every page in again, and a graph
- * allocates and frees tensors of a few recurring sizes. A buffer is reused
- * for a request between half its capacity and its capacity. The cache
- * holds at most CACHE_SLOTS buffers and, beyond CACHE_MIN_BYTES, no more
- * than half the bytes of live activations (oldest dropped first), so the
- * peak stays within 1.5x the live set's. */
-#define CACHE_SLOTS 16
-#define CACHE_MIN_BYTES ((size_t)8 << 20)
-
-struct bufcache {
-    void *p[CACHE_SLOTS];
-    size_t cap[CACHE_SLOTS];
-    int n;
-    size_t bytes; /* capacity held */
-};
 
 static void *cache_get(struct bufcache *c, size_t n)
 {
@@ -77,7 +62,7 @@ static void cache_release(struct bufcache *c)
 }
 
 /* A tensor with uninitialized owned data (from the cache when it fits). */
-static enum qp_status new_tensor(struct bufcache *c, const char *name,
+enum qp_status qp_run_new_tensor(struct bufcache *c, const char *name,
                                  const struct qp_tdesc *d, struct qp_tensor **out,
                                  struct qp_error *err)
 {
@@ -102,7 +87,7 @@ static enum qp_status new_tensor(struct bufcache *c, const char *name,
 
 /* Frees t, keeping its buffer in c when c is non-NULL (live: the bytes of
  * live activations). */
-static void free_tensor(struct bufcache *c, struct qp_tensor *t, size_t live)
+void qp_run_free_tensor(struct bufcache *c, struct qp_tensor *t, size_t live)
 {
     if (c && t && t->owns_data && t->data && !t->map) {
         cache_put(c, t->data, live);
@@ -133,7 +118,7 @@ void qp_scratch_release(struct qp_scratch *s)
     s->cap = 0;
 }
 
-static const char *value_name(const struct qp_graph *g, int v)
+const char *qp_run_value_name(const struct qp_graph *g, int v)
 {
     return v >= 0 ? g->values[v].name : "";
 }
@@ -155,7 +140,7 @@ static enum qp_status alloc_outputs(const struct qp_op_ctx *c,
             return qp_op_fail(err, c, QP_E_UNSUPPORTED, "output %d would be "
                               "%s, which the runtime does not handle", k,
                               qp_dtype_name(desc[k].dtype));
-        st = new_tensor(cache, value_name(c->g, n->out[k]), &desc[k], &out[k],
+        st = qp_run_new_tensor(cache, qp_run_value_name(c->g, n->out[k]), &desc[k], &out[k],
                         err);
         if (st)
             return qp_error_prefix(err, "%s", c->n->name);
@@ -206,21 +191,7 @@ enum qp_status qp_exec_node(const struct qp_graph *g, int node,
 
 /* ---- the run ----------------------------------------------------------- */
 
-struct run {
-    const struct qp_graph *g;
-    const struct qp_exec_opts *opts;
-    struct qp_tensor **live;   /* per value: tensor being computed with */
-    bool *owned;               /* live[v] is ours to free */
-    int *remaining;            /* consumers still to run */
-    size_t live_bytes, peak;
-    struct qp_scratch scratch;
-    struct bufcache cache;
-    struct qp_pool *pool;      /* threads shared by the nodes' loops */
-    const struct qp_exec_tune *tune;
-    size_t ran;                /* nodes run so far */
-};
-
-static void track_peak(struct run *r)
+void qp_run_track_peak(struct run *r)
 {
     size_t now = r->live_bytes + r->scratch.cap + r->cache.bytes;
     if (now > r->peak)
@@ -231,7 +202,7 @@ static void drop(struct run *r, int v)
 {
     if (r->owned[v]) {
         r->live_bytes -= r->live[v]->nbytes;
-        free_tensor(&r->cache, r->live[v], r->live_bytes);
+        qp_run_free_tensor(&r->cache, r->live[v], r->live_bytes);
     }
     r->live[v] = NULL;
     r->owned[v] = false;
@@ -274,14 +245,14 @@ static enum qp_status check_input(const struct qp_graph *g, int v,
 
 /* Stores a new value: accounts, captures, and frees it at once when
  * nothing will read it. */
-static enum qp_status publish(struct run *r, int v, struct qp_tensor *t,
+enum qp_status qp_run_publish(struct run *r, int v, struct qp_tensor *t,
                               bool owned, struct qp_error *err)
 {
     r->live[v] = t;
     r->owned[v] = owned;
     if (owned) {
         r->live_bytes += t->nbytes;
-        track_peak(r);
+        qp_run_track_peak(r);
     }
     r->remaining[v] = r->g->values[v].n_consumers;
     enum qp_status st = capture(r, v, err);
@@ -307,12 +278,12 @@ static enum qp_status feed_inputs(struct run *r,
             if ((st = h->on_input(h->ctx, g, v, &u, err)))
                 return st;
             if (u != t) {
-                if ((st = publish(r, v, u, true, err)))
+                if ((st = qp_run_publish(r, v, u, true, err)))
                     return st;
                 continue;
             }
         }
-        if ((st = publish(r, v, t, false, err)))
+        if ((st = qp_run_publish(r, v, t, false, err)))
             return st;
     }
     return QP_OK;
@@ -320,7 +291,7 @@ static enum qp_status feed_inputs(struct run *r,
 
 /* Counts node's read of each of its inputs; frees those whose last
  * consumer it was. */
-static void release_inputs(struct run *r, int node)
+void qp_run_release_inputs(struct run *r, int node)
 {
     const struct qp_graph *g = r->g;
     const struct qp_node *n = &g->nodes[node];
@@ -363,7 +334,7 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
             r->live_bytes += out[k]->nbytes;
         if (!st) {
             st = n->def->run(&c, out, err);
-            track_peak(r); /* outputs, inputs and scratch all alive */
+            qp_run_track_peak(r); /* outputs, inputs and scratch all alive */
         }
         for (int k = 0; k < n->n_out; k++)
             if (out[k])
@@ -371,14 +342,14 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
     }
     for (int k = 0; !st && k < n->n_out; k++)
         if (n->out[k] < 0) {
-            free_tensor(&r->cache, out[k], r->live_bytes);
+            qp_run_free_tensor(&r->cache, out[k], r->live_bytes);
             out[k] = NULL;
         }
     if (!st && h && h->after_node)
         st = h->after_node(h->ctx, &c, out, err);
     for (int k = 0; k < n->n_out; k++) {
         if (st || n->out[k] < 0) {
-            free_tensor(&r->cache, out[k], r->live_bytes);
+            qp_run_free_tensor(&r->cache, out[k], r->live_bytes);
             continue;
         }
         if (!out[k]) {
@@ -386,15 +357,15 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
                             k);
             continue;
         }
-        st = publish(r, n->out[k], out[k], true, err);
+        st = qp_run_publish(r, n->out[k], out[k], true, err);
     }
     if (st)
         return st;
-    release_inputs(r, node);
+    qp_run_release_inputs(r, node);
     return QP_OK;
 }
 
-/* ---- fused elementwise passes (model/fuse.h) --------------------------- */
+/* ---- accounting --------------------------------------------------------- */
 
 static double now_seconds(void)
 {
@@ -403,8 +374,7 @@ static double now_seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Accounts nodes[0..n), run as one pass that started at t0. */
-static void account(struct run *r, const int *nodes, int n, double t0)
+void qp_run_account(struct run *r, const int *nodes, int n, double t0)
 {
     const struct qp_exec_tune *t = r->tune;
     if (t && t->node_seconds)
@@ -416,97 +386,30 @@ static void account(struct run *r, const int *nodes, int n, double t0)
     qp_progress_report(p, "run", r->ran, (uint64_t)r->g->n_nodes);
 }
 
-static enum qp_status run_timed(struct run *r, int node, struct qp_error *err)
+double qp_run_clock(const struct run *r)
 {
-    double t0 = r->tune && r->tune->node_seconds ? now_seconds() : 0;
+    return r->tune && r->tune->node_seconds ? now_seconds() : 0;
+}
+
+enum qp_status qp_run_timed(struct run *r, int node, struct qp_error *err)
+{
+    double t0 = qp_run_clock(r);
     enum qp_status st = run_one(r, node, err);
-    account(r, &node, 1, t0);
+    qp_run_account(r, &node, 1, t0);
     return st;
 }
 
-static const struct qp_tensor *value_now(void *ctx, int v)
+const struct qp_tensor *qp_run_value(void *ctx, int v)
 {
     const struct run *r = ctx;
     return r->g->values[v].konst ? r->g->values[v].konst : r->live[v];
 }
 
-/* Segment s of p, of more than one node: its exported outputs are
- * allocated, computed in one pass and published; then its inputs are
- * released as if each node had run. */
-static enum qp_status run_segment(struct run *r, const struct qp_fuse_plan *p,
-                                  int s, struct qp_error *err)
+bool qp_run_captured(const struct run *r, int v)
 {
-    const struct qp_graph *g = r->g;
-    int first = p->seg_first[s], cnt = p->seg_count[s];
-    int nodes[QP_FUSE_MAX_NODES];
-    struct qp_tensor *out[QP_FUSE_MAX_NODES] = {0};
-    double t0 = r->tune && r->tune->node_seconds ? now_seconds() : 0;
-    enum qp_status st = QP_OK;
-    for (int k = 0; k < cnt; k++) {
-        const struct qp_fuse_member *m = &p->m[first + k];
-        nodes[k] = m->node;
-        if (!st && m->exported) {
-            int v = g->nodes[m->node].out[0];
-            st = new_tensor(&r->cache, value_name(g, v), &m->desc, &out[k], err);
-            if (!st)
-                r->live_bytes += out[k]->nbytes;
-        }
-    }
-    if (!st) {
-        qp_fuse_run(g, p, s, value_now, r, out, r->pool);
-        track_peak(r);
-    }
-    for (int k = 0; k < cnt; k++)
-        if (out[k])
-            r->live_bytes -= out[k]->nbytes;
-    for (int k = 0; k < cnt; k++) {
-        if (!out[k])
-            continue;
-        if (st)
-            free_tensor(&r->cache, out[k], r->live_bytes);
-        else
-            st = publish(r, g->nodes[nodes[k]].out[0], out[k], true, err);
-    }
-    if (st)
-        return st;
-    for (int k = 0; k < cnt; k++)
-        release_inputs(r, nodes[k]);
-    account(r, nodes, cnt, t0);
-    return QP_OK;
-}
-
-/* Runs nodes at order positions [pos, pos + len), all fusion candidates,
- * or a prefix of them; *done receives how many ran. */
-static enum qp_status run_fused(struct run *r, int pos, int len, int *done,
-                                struct qp_error *err)
-{
-    const struct qp_graph *g = r->g;
     const struct qp_exec_opts *o = r->opts;
-    const char *glob = o && o->on_capture ? o->capture : NULL;
-    struct qp_fuse_plan p;
-    if (qp_fuse_plan(g, g->order + pos, len, value_now, r, glob, &p) == 0) {
-        *done = 1;
-        return run_timed(r, g->order[pos], err);
-    }
-    *done = p.n;
-    for (int s = 0; s < p.n_seg; s++) {
-        enum qp_status st = p.seg_count[s] == 1
-            ? run_timed(r, p.m[p.seg_first[s]].node, err)
-            : run_segment(r, &p, s, err);
-        if (st)
-            return st;
-    }
-    return QP_OK;
-}
-
-/* Length of the run of fusion candidates starting at order position i. */
-static int candidates_at(const struct qp_graph *g, int i)
-{
-    int len = 0;
-    while (i + len < g->n_nodes && len < QP_FUSE_MAX_NODES &&
-           qp_fuse_candidate(g, g->order[i + len]))
-        len++;
-    return len;
+    return o && o->capture && o->on_capture &&
+           fnmatch(o->capture, r->g->values[v].name, 0) == 0;
 }
 
 static enum qp_status collect_outputs(struct run *r, struct qp_tensor **outputs,
@@ -575,9 +478,16 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
     if (!st)
         st = feed_inputs(&r, inputs, err);
     for (int i = 0; !st && i < g->n_nodes;) {
-        int len = fuse ? candidates_at(g, i) : 0, done = 1;
-        st = len > 1 ? run_fused(&r, i, len, &done, err)
-                     : run_timed(&r, g->order[i], err);
+        int done = 0, len;
+        if (fuse && i + 1 < g->n_nodes && qp_op_is_conv(&g->nodes[g->order[i]]) &&
+            (len = qp_run_candidates(g, i + 1)) > 0)
+            st = qp_run_conv_fused(&r, i, len, &done, err);
+        if (!st && !done) {
+            len = fuse ? qp_run_candidates(g, i) : 0;
+            done = 1;
+            st = len > 1 ? qp_run_fused(&r, i, len, &done, err)
+                         : qp_run_timed(&r, g->order[i], err);
+        }
         i += done;
     }
     if (!st)

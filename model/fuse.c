@@ -8,9 +8,7 @@
 
 #include "core/parallel.h"
 
-/* Elements a pass works on at a time: a block buffer per member (32 of
- * 1 KiB) stays in L1. */
-#define FUSE_BLOCK 256
+#define FUSE_BLOCK QP_FUSE_BLOCK
 /* Below this many elements per thread, one thread is faster. */
 #define FUSE_MIN_PER_THREAD ((size_t)1 << 14)
 
@@ -40,16 +38,6 @@ static int member_of_node(const struct qp_fuse_plan *p, int node)
         if (p->m[j].node == node)
             return j;
     return -1;
-}
-
-static bool same_desc(const struct qp_tdesc *a, const struct qp_tdesc *b)
-{
-    if (a->dtype != b->dtype || a->ndim != b->ndim)
-        return false;
-    for (int d = 0; d < a->ndim; d++)
-        if (a->shape[d] != b->shape[d])
-            return false;
-    return true;
 }
 
 /* Inputs of member k that the step reads (Clip's bounds are folded in). */
@@ -165,7 +153,7 @@ int qp_fuse_plan(const struct qp_graph *g, const int *nodes, int len,
          * capturing everything never holds a whole segment's values */
         int cur = p->n_seg - 1;
         bool join = cur >= 0 && !captured(g, nodes[k - 1], capture) &&
-                    same_desc(&m->desc, &p->m[p->seg_first[cur]].desc);
+                    qp_tdesc_equal(&m->desc, &p->m[p->seg_first[cur]].desc);
         if (join) {
             m->seg = cur;
             int save = n_ext;
@@ -190,40 +178,21 @@ int qp_fuse_plan(const struct qp_graph *g, const int *nodes, int len,
 
 /* ---- the pass ----------------------------------------------------------- */
 
-enum opd_kind { OPD_REG, OPD_IMM, OPD_EXT };
-
-struct opd {
-    enum opd_kind kind;
-    int idx;      /* OPD_REG: member in the segment; OPD_EXT: ext index */
-    float imm;
-};
-
-struct vm {
-    int n;
-    struct qp_ew_step step[QP_FUSE_MAX_NODES];
-    struct opd in[QP_FUSE_MAX_NODES][2];
-    float *out[QP_FUSE_MAX_NODES]; /* exported outputs, else NULL */
-    int n_ext;
-    const float *ext[QP_FUSE_MAX_EXT];
-    struct qp_bcast bc;
-    size_t total;
-    const struct qp_ew_f32 *k;
-};
-
 /* Pointer and vector flag of operand o for the block at output element
  * pos (column col of its row, ext offsets off). */
-static const float *operand(const struct vm *vm, const struct opd *o,
+static const float *operand(const struct qp_fuse_pass *vm,
+                            const struct qp_fuse_opd *o,
                             float (*regs)[FUSE_BLOCK], size_t pos, size_t col,
                             const int64_t *off, bool *vec)
 {
     switch (o->kind) {
-    case OPD_REG:
+    case QP_FUSE_REG:
         *vec = true;
         return vm->out[o->idx] ? vm->out[o->idx] + pos : regs[o->idx];
-    case OPD_IMM:
+    case QP_FUSE_IMM:
         *vec = false;
         return &o->imm;
-    case OPD_EXT: {
+    case QP_FUSE_EXT: {
         int64_t s = vm->bc.stride[o->idx][vm->bc.nd - 1];
         *vec = s != 0;
         return vm->ext[o->idx] + off[o->idx] + (int64_t)col * s;
@@ -232,11 +201,13 @@ static const float *operand(const struct vm *vm, const struct opd *o,
     return NULL;
 }
 
-static void vm_range(const struct vm *vm, size_t b, size_t e)
+void qp_fuse_pass_range(const struct qp_fuse_pass *vm, size_t b, size_t e)
 {
     float regs[QP_FUSE_MAX_NODES][FUSE_BLOCK];
     int64_t off[QP_FUSE_MAX_EXT] = {0};
     size_t inner = vm->bc.inner, cur_row = SIZE_MAX;
+    if (b >= e)
+        return;
     for (size_t pos = b; pos < e;) {
         size_t row = pos / inner, col = pos % inner;
         size_t n = inner - col < e - pos ? inner - col : e - pos;
@@ -270,53 +241,61 @@ static void vm_range(const struct vm *vm, size_t b, size_t e)
 
 static void vm_job(void *ctx, int t, int nt)
 {
-    const struct vm *vm = ctx;
+    const struct qp_fuse_pass *vm = ctx;
     size_t b, e;
     qp_parallel_split(vm->total, t, nt, FUSE_BLOCK, &b, &e);
     if (b < e)
-        vm_range(vm, b, e);
+        qp_fuse_pass_range(vm, b, e);
+}
+
+void qp_fuse_prepare(const struct qp_graph *g, const struct qp_fuse_plan *p,
+                     int s, qp_fuse_value_fn value, void *ctx,
+                     struct qp_tensor *const *out, struct qp_fuse_pass *vm)
+{
+    int first = p->seg_first[s];
+    const struct qp_tensor *ext[QP_FUSE_MAX_EXT];
+    vm->n = p->seg_count[s];
+    vm->n_ext = 0;
+    vm->k = qp_ew_f32();
+    for (int k = 0; k < vm->n; k++) {
+        const struct qp_fuse_member *m = &p->m[first + k];
+        vm->step[k] = m->step;
+        vm->out[k] = out[k] ? out[k]->data : NULL;
+        for (int i = 0; i < step_inputs(m); i++) {
+            struct qp_fuse_opd *o = &vm->in[k][i];
+            if (m->src[i] >= first) {
+                *o = (struct qp_fuse_opd){QP_FUSE_REG, m->src[i] - first, 0.0f};
+                continue;
+            }
+            const struct qp_tensor *t = value(ctx, g->nodes[m->node].in[i]);
+            if (qp_tensor_numel(t) == 1) {
+                *o = (struct qp_fuse_opd){QP_FUSE_IMM, 0,
+                                          ((const float *)t->data)[0]};
+                continue;
+            }
+            int e = 0;
+            while (e < vm->n_ext && ext[e] != t)
+                e++;
+            if (e == vm->n_ext) { /* the plan counted at most QP_FUSE_MAX_EXT */
+                ext[vm->n_ext] = t;
+                vm->ext[vm->n_ext++] = t->data;
+            }
+            *o = (struct qp_fuse_opd){QP_FUSE_EXT, e, 0.0f};
+        }
+    }
+    const struct qp_tdesc *d = &p->m[first].desc;
+    vm->total = qp_tdesc_numel(d);
+    qp_bcast_init(&vm->bc, d, ext, vm->n_ext);
 }
 
 void qp_fuse_run(const struct qp_graph *g, const struct qp_fuse_plan *p, int s,
                  qp_fuse_value_fn value, void *ctx,
                  struct qp_tensor *const *out, struct qp_pool *pool)
 {
-    int first = p->seg_first[s];
-    const struct qp_tensor *ext[QP_FUSE_MAX_EXT];
-    struct vm vm;
-    vm.n = p->seg_count[s];
-    vm.n_ext = 0;
-    vm.k = qp_ew_f32();
-    for (int k = 0; k < vm.n; k++) {
-        const struct qp_fuse_member *m = &p->m[first + k];
-        vm.step[k] = m->step;
-        vm.out[k] = out[k] ? out[k]->data : NULL;
-        for (int i = 0; i < step_inputs(m); i++) {
-            struct opd *o = &vm.in[k][i];
-            if (m->src[i] >= first) {
-                *o = (struct opd){OPD_REG, m->src[i] - first, 0.0f};
-                continue;
-            }
-            const struct qp_tensor *t = value(ctx, g->nodes[m->node].in[i]);
-            if (qp_tensor_numel(t) == 1) {
-                *o = (struct opd){OPD_IMM, 0, ((const float *)t->data)[0]};
-                continue;
-            }
-            int e = 0;
-            while (e < vm.n_ext && ext[e] != t)
-                e++;
-            if (e == vm.n_ext) { /* the plan counted at most QP_FUSE_MAX_EXT */
-                ext[vm.n_ext] = t;
-                vm.ext[vm.n_ext++] = t->data;
-            }
-            *o = (struct opd){OPD_EXT, e, 0.0f};
-        }
-    }
-    const struct qp_tdesc *d = &p->m[first].desc;
-    vm.total = qp_tdesc_numel(d);
+    struct qp_fuse_pass vm;
+    qp_fuse_prepare(g, p, s, value, ctx, out, &vm);
     if (vm.total == 0)
         return;
-    qp_bcast_init(&vm.bc, d, ext, vm.n_ext);
     int nt = vm.total >= 2 * FUSE_MIN_PER_THREAD ? 0 : 1;
     qp_pool_run(pool, vm_job, &vm, nt);
 }

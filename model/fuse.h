@@ -64,10 +64,44 @@ int qp_fuse_plan(const struct qp_graph *g, const int *nodes, int len,
                  qp_fuse_value_fn value, void *ctx, const char *capture,
                  struct qp_fuse_plan *p);
 
-/* Runs segment s of p (more than one member) on pool: value must give
- * every input from outside the segment by now; out[k] is the tensor for
- * member seg_first[s] + k when it is exported (allocated with its desc),
- * NULL otherwise. */
+/* Elements a pass works on at a time: a block buffer per member (32 of
+ * 1 KiB) stays in L1. */
+#define QP_FUSE_BLOCK 256
+
+/* A segment ready to run over any range of its output. */
+struct qp_fuse_opd {
+    enum { QP_FUSE_REG, QP_FUSE_IMM, QP_FUSE_EXT } kind;
+    int idx;   /* REG: member in the segment; EXT: index in ext */
+    float imm;
+};
+
+struct qp_fuse_pass {
+    int n;
+    struct qp_ew_step step[QP_FUSE_MAX_NODES];
+    struct qp_fuse_opd in[QP_FUSE_MAX_NODES][2];
+    float *out[QP_FUSE_MAX_NODES]; /* exported outputs, else NULL */
+    int n_ext;
+    const float *ext[QP_FUSE_MAX_EXT];
+    struct qp_bcast bc;
+    size_t total;                  /* elements of the output */
+    const struct qp_ew_f32 *k;
+};
+
+/* Prepares segment s of p: value must give every input from outside the
+ * segment by now (with data); out[k] is the tensor for member
+ * seg_first[s] + k when it is exported (allocated with its desc), NULL
+ * otherwise. An outside input may share its memory with the last
+ * member's output (computed in place). */
+void qp_fuse_prepare(const struct qp_graph *g, const struct qp_fuse_plan *p,
+                     int s, qp_fuse_value_fn value, void *ctx,
+                     struct qp_tensor *const *out, struct qp_fuse_pass *pass);
+
+/* Computes the output elements [begin, end) of a prepared pass (every
+ * member's value there); safe from several threads on disjoint ranges. */
+void qp_fuse_pass_range(const struct qp_fuse_pass *pass, size_t begin,
+                        size_t end);
+
+/* Prepares segment s and runs it over its whole output on pool. */
 void qp_fuse_run(const struct qp_graph *g, const struct qp_fuse_plan *p, int s,
                  qp_fuse_value_fn value, void *ctx,
                  struct qp_tensor *const *out, struct qp_pool *pool);

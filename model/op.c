@@ -214,6 +214,16 @@ size_t qp_tdesc_numel(const struct qp_tdesc *d)
     return n;
 }
 
+bool qp_tdesc_equal(const struct qp_tdesc *a, const struct qp_tdesc *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
 size_t qp_elem_size(enum qp_dtype dt)
 {
     unsigned bits = qp_dtype_traits(dt)->bits;

@@ -133,6 +133,9 @@ void qp_tdesc_of(const struct qp_tensor *t, struct qp_tdesc *d);
 /* Element count of a descriptor. */
 size_t qp_tdesc_numel(const struct qp_tdesc *d);
 
+/* Same dtype and shape. */
+bool qp_tdesc_equal(const struct qp_tdesc *a, const struct qp_tdesc *b);
+
 /* Bytes per element (1 for bool; packed types are not supported by the
  * runtime and give 0). */
 size_t qp_elem_size(enum qp_dtype dt);

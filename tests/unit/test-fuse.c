@@ -33,6 +33,16 @@ static bool fg_const(struct fg *f, const char *name, int nd,
     return t && !qp_graph_add_const(f->g, t, &f->err);
 }
 
+/* Finalizes f's graph when ok; else fails the test and frees it. */
+static struct qp_graph *fg_done(struct qp_test_ctx *ctx, struct fg *f, bool ok)
+{
+    if (ok && !qp_graph_finalize(f->g, &f->err))
+        return f->g;
+    qp_test_failf(ctx, __FILE__, __LINE__, "building the graph: %s", f->err.msg);
+    qp_graph_free(f->g);
+    return NULL;
+}
+
 /* Node id of the node making value name. */
 static int producer(const struct qp_graph *g, const char *name)
 {
@@ -146,15 +156,8 @@ static struct qp_graph *block(struct qp_test_ctx *ctx, int64_t c, int64_t hgt,
          NODE(&f, "Relu", "r", "e") &&
          NODE(&f, "GlobalAveragePool", "p", "h") &&
          NODE(&f, "HardSigmoid", "s", "p") && NODE(&f, "Mul", "z", "r", "s") &&
-         NODE(&f, "Add", "y", "z", "h") && !qp_graph_add_output(f.g, "y", &f.err) &&
-         !qp_graph_finalize(f.g, &f.err);
-    if (!ok) {
-        qp_test_failf(ctx, __FILE__, __LINE__, "building the graph: %s",
-                      f.err.msg);
-        qp_graph_free(f.g);
-        return NULL;
-    }
-    return f.g;
+         NODE(&f, "Add", "y", "z", "h") && !qp_graph_add_output(f.g, "y", &f.err);
+    return fg_done(ctx, &f, ok);
 }
 
 QP_TEST(fuse_block_is_bit_identical_and_fuses_the_chains)
@@ -292,4 +295,124 @@ QP_TEST(fuse_falls_back_where_it_cannot_fuse)
     qp_tensor_free(x);
     qp_tensor_free(d);
     qp_graph_free(f.g);
+}
+
+/* ---- a Conv with the pass after it as its epilogue ------------------------ */
+
+/* x [1, ic, h, w] -> Conv (k x k, stride s, pad k/2, group g) -> y0;
+ * m = y0 * 0.5; a = m + b[C,1,1]; r = relu(a); out = r * y0 when reuse
+ * (y0 read twice in the pass); when tail, t = gap(y0) and o2 = out + t
+ * after it (y0 read outside the pass: it must exist). */
+static struct qp_graph *conv_chain(struct qp_test_ctx *ctx, int64_t ic,
+                                   int64_t oc, int64_t groups, int64_t k,
+                                   int64_t s, int64_t h, int64_t w, bool reuse,
+                                   bool tail)
+{
+    struct fg f;
+    if (qp_graph_new("conv-chain", &f.g, &f.err))
+        return NULL;
+    int64_t icg = ic / groups;
+    double *wv = malloc((size_t)(oc * icg * k * k) * sizeof *wv), bv[64], cb[64];
+    for (int64_t i = 0; wv && i < oc * icg * k * k; i++)
+        wv[i] = (double)((i * 37) % 17 - 8) / 16.0;
+    for (int i = 0; i < 64; i++) {
+        bv[i] = (i % 5) * 0.25 - 0.5;
+        cb[i] = (i % 3) * 0.5 - 0.5;
+    }
+    bool ok = wv && oc <= 64 &&
+              !qp_graph_add_input(f.g, "x", QP_DTYPE_F32, 4, SHAPE(1, ic, h, w),
+                                  &f.err) &&
+              fg_const(&f, "W", 4, SHAPE(oc, icg, k, k), wv) &&
+              fg_const(&f, "B", 1, SHAPE(oc), bv) &&
+              fg_const(&f, "half", 0, NULL, VALS(0.5)) &&
+              fg_const(&f, "cb", 3, SHAPE(oc, 1, 1), cb);
+    free(wv);
+    int id;
+    const char *cin[3] = {"x", "W", "B"}, *cout[1] = {"y0"};
+    ok = ok && !qp_graph_add_node(f.g, "Conv", "", 13, "conv", 3, cin, 1, cout,
+                                  &id, &f.err);
+    ok = ok && !qp_node_set_ints(&f.g->nodes[id], "pads",
+                                 (const int64_t[]){k / 2, k / 2, k / 2, k / 2}, 4,
+                                 &f.err) &&
+         !qp_node_set_ints(&f.g->nodes[id], "strides", (const int64_t[]){s, s}, 2,
+                           &f.err) &&
+         !qp_node_set_int(&f.g->nodes[id], "group", groups, &f.err);
+    ok = ok && NODE(&f, "Mul", "m", "y0", "half") && NODE(&f, "Add", "a", "m", "cb") &&
+         NODE(&f, "Relu", "r", "a");
+    const char *last = "r";
+    if (reuse) {
+        ok = ok && NODE(&f, "Mul", "out", "r", "y0");
+        last = "out";
+    }
+    if (tail) {
+        ok = ok && NODE(&f, "GlobalAveragePool", "t", "y0") &&
+             NODE(&f, "Add", "o2", last, "t");
+        last = "o2";
+    }
+    ok = ok && !qp_graph_add_output(f.g, last, &f.err);
+    return fg_done(ctx, &f, ok);
+}
+
+QP_TEST(fuse_conv_epilogue_is_bit_identical)
+{
+    /* ic, oc, groups, k, stride, h, w, reuse, tail: a 3x3 conv, a 1x1
+     * (one long row), a depthwise, stride 2, y0 also read by the pass and
+     * by a node after it */
+    static const int64_t cases[][9] = {
+        {5, 7, 1, 3, 1, 9, 11, 0, 0},   {16, 24, 1, 1, 1, 30, 37, 1, 0},
+        {12, 12, 12, 3, 1, 40, 53, 1, 0}, {6, 10, 2, 3, 2, 21, 35, 0, 1},
+        {8, 9, 1, 5, 1, 7, 70, 1, 1},    {32, 32, 32, 3, 2, 64, 64, 0, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int64_t *k = cases[c];
+        struct qp_graph *g = conv_chain(ctx, k[0], k[1], k[2], k[3], k[4], k[5],
+                                        k[6], k[7], k[8]);
+        REQUIRE(g);
+        struct qp_tensor *x = TF32("x", 4, SHAPE(1, k[0], k[5], k[6]), NULL);
+        REQUIRE(x);
+        fill(x, (unsigned)c);
+        const struct qp_tensor *feed[1] = {x};
+        struct run_result a, b, cap;
+        REQUIRE(run(ctx, g, feed, 1, false, NULL, &a));
+        REQUIRE(run(ctx, g, feed, 1, true, NULL, &b));
+        /* y0 captured: it exists, equal to the node-by-node one */
+        REQUIRE(run(ctx, g, feed, 1, true, "y0", &cap));
+        CHECK(identical(a.out[0], b.out[0]));
+        CHECK(identical(a.out[0], cap.out[0]));
+        CHECK_INT(cap.n_cap, 1);
+        int conv = producer(g, "y0");
+        CHECK_INT(b.pass[producer(g, "m")], conv);
+        CHECK_INT(b.pass[producer(g, "r")], conv);
+        CHECK_INT(cap.pass[producer(g, "r")], conv);
+        if (k[7])
+            CHECK_INT(b.pass[producer(g, "out")], conv);
+        if (k[8])
+            CHECK_INT(b.pass[producer(g, "o2")], producer(g, "o2"));
+        release(&a);
+        release(&b);
+        release(&cap);
+        qp_tensor_free(x);
+        qp_graph_free(g);
+    }
+}
+
+QP_TEST(fuse_conv_epilogue_matches_captured_conv_output)
+{
+    /* the conv output captured while fused equals the node-by-node one */
+    struct qp_graph *g = conv_chain(ctx, 8, 16, 1, 3, 1, 20, 33, true, false);
+    REQUIRE(g);
+    struct qp_tensor *x = TF32("x", 4, SHAPE(1, 8, 20, 33), NULL);
+    REQUIRE(x);
+    fill(x, 3);
+    const struct qp_tensor *feed[1] = {x};
+    struct run_result a, b;
+    REQUIRE(run(ctx, g, feed, 1, false, "y0", &a));
+    REQUIRE(run(ctx, g, feed, 1, true, "y0", &b));
+    REQUIRE(a.n_cap == 1 && b.n_cap == 1);
+    CHECK(identical(a.cap[0], b.cap[0]));
+    CHECK(identical(a.out[0], b.out[0]));
+    release(&a);
+    release(&b);
+    qp_tensor_free(x);
+    qp_graph_free(g);
 }
