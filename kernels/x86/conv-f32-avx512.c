@@ -18,12 +18,15 @@
  *
  * Work is split over the pool in units of (image, group, block of output
  * channels, band of rows or columns) sized so a unit's input stays in L2;
- * the epilogue runs on a unit's output as soon as it is done. Strides
+ * a unit first copies its input into the thread's scratch, with planes a
+ * stride apart that does not alias in L1 (see struct band_in), and the
+ * epilogue runs on a unit's output as soon as it is done. Strides
  * along W other than 1 and 2, kernels wider than 16, and 3-D convolutions
  * are left to the reference. */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/parallel.h"
 #include "kernels/conv-f32-ukernel.h"
@@ -101,7 +104,11 @@ static void colplan_init(struct colplan *cp, const struct geo *q, int64_t ow0,
 }
 
 /* The input vector of tap column kw for output vector v of row xr. */
-static inline __m512 cp_load(const struct colplan *cp, const float *xr, int kw,
+/* The kernels below are instantiated per (vectors, stride) constant pair:
+ * always inlined, so each copy is specialized. */
+#define SPECIALIZED static inline __attribute__((always_inline))
+
+SPECIALIZED __m512 cp_load(const struct colplan *cp, const float *xr, int kw,
                              int v, const int s2)
 {
     const float *p = xr + cp->off[kw][v];
@@ -126,7 +133,7 @@ static inline void tap_rows(const struct geo *q, int64_t oh, int64_t *lo,
 /* Output row oh of a plane, the columns of cp (nv vectors). The sums are
  * named variables, not an array: GCC keeps an array of vectors in memory
  * across a loop nest. */
-static inline void dw_row(const struct geo *q, const struct colplan *cp,
+SPECIALIZED void dw_row(const struct geo *q, const struct colplan *cp,
                           const float *x, const float *w, float bias, float *yr,
                           int64_t oh, int64_t ow0, const int nv, const int s2)
 {
@@ -186,6 +193,8 @@ struct job {
     const struct qp_conv_epilogue *epi;
     /* direct: units = batch * groups * chunks * bands */
     size_t chunks, chunk_blocks, bands, band;
+    float *scratch;    /* per_thread floats for each thread */
+    size_t per_thread;
 };
 
 static void dw_run(void *ctx, int t, int nt)
@@ -231,13 +240,23 @@ static void dw_run(void *ctx, int t, int nt)
         }                                                                      \
     } while (0)
 
+/* A unit's input, copied: rows [r0, r0 + rows) and columns [c0, c0 +
+ * pitch) of every input channel of the group, planes ps floats apart
+ * (not a multiple of 4 KiB: channels a power-of-two plane apart would
+ * all map to the same L1 sets, and a tile reads them all at once). */
+struct band_in {
+    const float *p;
+    size_t ps;
+    int64_t pitch, r0, c0;
+};
+
 /* One tile: output channels of weight rows wr[0..MR) (rows past the
  * block's end repeat its last one and are not stored), output row oh,
- * the nv vectors of cp. x: the group's input [ICg, H, W]; yr[m]: output
- * row oh of channel m. The 24 sums are named variables (see dw_row); the
- * input channel loop is innermost, so they stay in registers across it. */
-static inline void tile(const struct geo *q, size_t icg,
-                        const struct colplan *cp, const float *x,
+ * the nv vectors of cp over the input x; yr[m]: output row oh of channel
+ * m. The 24 sums are named variables (see dw_row); the input channel
+ * loop is innermost, so they stay in registers across it. */
+SPECIALIZED void tile(const struct geo *q, size_t icg,
+                        const struct colplan *cp, const struct band_in *x,
                         const float *const *wr, const float *b8, float *const *yr,
                         int mr, int64_t oh, int64_t ow0, const int nv,
                         const int s2)
@@ -246,9 +265,11 @@ static inline void tile(const struct geo *q, size_t icg,
     T_DECL(4); T_DECL(5); T_DECL(6); T_DECL(7);
     int64_t k0, k1, kk = q->KH * q->KW;
     tap_rows(q, oh, &k0, &k1);
-    size_t hw = (size_t)(q->H * q->W);
+    size_t hw = x->ps;
     for (int64_t kh = k0; kh < k1; kh++) {
-        const float *xr = x + (oh * q->SH - q->PH + kh * q->DH) * q->W;
+        /* column iw of input row ih is at xr[iw] */
+        const float *xr = x->p + (oh * q->SH - q->PH + kh * q->DH - x->r0) *
+                                     x->pitch - x->c0;
         for (int kw = 0; kw < q->KW; kw++) {
             const float *xc = xr;
             int64_t k = kh * q->KW + kw;
@@ -267,8 +288,48 @@ static inline void tile(const struct geo *q, size_t icg,
     T_STORE(4); T_STORE(5); T_STORE(6); T_STORE(7);
 }
 
-/* Unit u of the direct convolution. */
-static void direct_unit(const struct job *j, size_t u)
+/* [*lo, *hi): the input indices outputs [o0, o1) read along an axis. */
+static void input_span(int64_t o0, int64_t o1, int64_t s, int64_t k, int64_t d,
+                       int64_t p, int64_t len, int64_t *lo, int64_t *hi)
+{
+    *lo = o0 * s - p;
+    *hi = (o1 - 1) * s - p + (k - 1) * d + 1;
+    if (*lo < 0)
+        *lo = 0;
+    if (*hi > len)
+        *hi = len;
+    if (*hi < *lo)
+        *hi = *lo;
+}
+
+/* Plane stride for rows x pitch floats: 64-byte aligned, not a multiple
+ * of 4 KiB. */
+static size_t plane_stride(int64_t rows, int64_t pitch)
+{
+    size_t ps = ((size_t)(rows * pitch) + 15) / 16 * 16;
+    return ps % 1024 == 0 ? ps + 16 : ps;
+}
+
+/* Copies the unit's input (rows [r0, r1), columns [c0, c1) of the
+ * output) of the icg channels at x into buf. */
+static void copy_band(const struct geo *q, size_t icg, const float *x,
+                      int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                      float *buf, struct band_in *b)
+{
+    int64_t h0, h1, w0, w1;
+    input_span(r0, r1, q->SH, q->KH, q->DH, q->PH, q->H, &h0, &h1);
+    input_span(c0, c1, q->SW, q->KW, q->DW, q->PW, q->W, &w0, &w1);
+    *b = (struct band_in){buf, plane_stride(h1 - h0, w1 - w0), w1 - w0, h0, w0};
+    size_t hw = (size_t)(q->H * q->W);
+    for (size_t ic = 0; ic < icg; ic++)
+        for (int64_t h = h0; h < h1; h++)
+            memcpy(buf + ic * b->ps + (size_t)((h - h0) * b->pitch),
+                   x + ic * hw + (size_t)(h * q->W + w0),
+                   (size_t)(w1 - w0) * sizeof *buf);
+}
+
+/* Unit u of the direct convolution; buf: this thread's scratch. */
+static void direct_unit(const struct job *j, size_t u, float *buf)
 {
     const struct qp_conv_nd *g = j->g;
     const struct geo *q = &j->q;
@@ -291,12 +352,17 @@ static void direct_unit(const struct job *j, size_t u)
     size_t oc_lo = chunk * j->chunk_blocks * MR;
     size_t oc_hi = oc_lo + j->chunk_blocks * MR < ocg ? oc_lo + j->chunk_blocks * MR
                                                     : ocg;
-    const float *x = j->x + (n * g->in_c + gi * icg) * sin;
+    struct band_in x;
+    copy_band(q, icg, j->x + (n * g->in_c + gi * icg) * sin, r0, r1, c0, c1,
+              buf, &x);
     size_t ybase = (n * g->out_c + gi * ocg) * sout;
     struct colplan cp;
-    for (int64_t ow0 = c0; ow0 < c1; ow0 += 16 * NV) {
-        /* bands are multiples of 16 * NV columns: a plan ends at c1 */
-        colplan_init(&cp, q, ow0, NV);
+    for (int64_t ow0 = c0; ow0 < c1; ow0 += 16 * cp.nv) {
+        /* bands are multiples of 16 * NV columns: a plan ends at c1. When
+         * one vector would be left over, the last four go as two and two
+         * (a lone vector's tile loads 8 weights for 8 multiply-adds). */
+        int64_t vecs = (c1 - ow0 + 15) / 16;
+        colplan_init(&cp, q, ow0, vecs == 4 ? 2 : NV);
         for (size_t oc0 = oc_lo; oc0 < oc_hi; oc0 += MR) {
             int mr = (int)(oc_hi - oc0 < MR ? oc_hi - oc0 : MR);
             const float *wr[MR];
@@ -313,12 +379,12 @@ static void direct_unit(const struct job *j, size_t u)
                             (size_t)(oh * q->OW);
                 bool s2 = q->SW == 2;
                 switch (cp.nv * 2 + s2) {
-                case 6: tile(q, icg, &cp, x, wr, b8, yr, mr, oh, ow0, 3, 0); break;
-                case 7: tile(q, icg, &cp, x, wr, b8, yr, mr, oh, ow0, 3, 1); break;
-                case 4: tile(q, icg, &cp, x, wr, b8, yr, mr, oh, ow0, 2, 0); break;
-                case 5: tile(q, icg, &cp, x, wr, b8, yr, mr, oh, ow0, 2, 1); break;
-                case 2: tile(q, icg, &cp, x, wr, b8, yr, mr, oh, ow0, 1, 0); break;
-                default: tile(q, icg, &cp, x, wr, b8, yr, mr, oh, ow0, 1, 1); break;
+                case 6: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 3, 0); break;
+                case 7: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 3, 1); break;
+                case 4: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 2, 0); break;
+                case 5: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 2, 1); break;
+                case 2: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 1, 0); break;
+                default: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 1, 1); break;
                 }
             }
         }
@@ -338,29 +404,44 @@ static void direct_run(void *ctx, int t, int nt)
     size_t units = j->g->batch * j->g->groups * j->chunks * j->bands, b, e;
     qp_parallel_split(units, t, nt, 1, &b, &e);
     for (size_t u = b; u < e; u++)
-        direct_unit(j, u);
+        direct_unit(j, u, j->scratch + (size_t)t * j->per_thread);
 }
 
-/* Bands (of rows, or of columns for one-row outputs) and channel chunks:
- * a band's input fits L2_BUDGET, and there are enough units to share. */
-static void plan_units(struct job *j, int nthreads)
+/* Bands of rows (of columns for one-row outputs) whose input fits
+ * L2_BUDGET; *per_thread: floats of the largest band's copy. */
+static void plan_bands(const struct qp_conv_nd *g, const struct geo *q,
+                       size_t *band, size_t *bands, size_t *per_thread)
 {
-    const struct qp_conv_nd *g = j->g;
-    const struct geo *q = &j->q;
-    size_t icg = g->in_c / g->groups, ocg = g->out_c / g->groups;
-    size_t blocks = (ocg + MR - 1) / MR;
+    size_t icg = g->in_c / g->groups;
+    int64_t h0, h1, w0, w1;
     if (q->OH > 1) {
         size_t row_bytes = icg * (size_t)q->W * sizeof(float);
         size_t rows = L2_BUDGET / (row_bytes ? row_bytes : 1);
-        int64_t band = ((int64_t)rows - q->KH) / q->SH + 1;
-        j->band = band < 1 ? 1 : band > q->OH ? (size_t)q->OH : (size_t)band;
-        j->bands = ((size_t)q->OH + j->band - 1) / j->band;
+        int64_t b = ((int64_t)rows - q->KH) / q->SH + 1;
+        *band = b < 1 ? 1 : b > q->OH ? (size_t)q->OH : (size_t)b;
+        *bands = ((size_t)q->OH + *band - 1) / *band;
+        /* the most rows a band reads, all columns */
+        input_span(0, (int64_t)*band, q->SH, q->KH, q->DH, 0, q->H, &h0, &h1);
+        w0 = 0;
+        w1 = q->W;
     } else {
         size_t cols = L2_BUDGET / (icg * sizeof(float) * (size_t)q->SW);
         cols = cols / (16 * NV) * (16 * NV);
-        j->band = cols < 16 * NV ? 16 * NV : cols;
-        j->bands = ((size_t)q->OW + j->band - 1) / j->band;
+        *band = cols < 16 * NV ? 16 * NV : cols;
+        *bands = ((size_t)q->OW + *band - 1) / *band;
+        input_span(0, 1, q->SH, q->KH, q->DH, 0, q->H, &h0, &h1);
+        input_span(0, (int64_t)*band, q->SW, q->KW, q->DW, 0, q->W, &w0, &w1);
     }
+    *per_thread = icg * plane_stride(h1 - h0, w1 - w0) + 16;
+}
+
+/* Bands and channel chunks: enough units to share. */
+static void plan_units(struct job *j, int nthreads)
+{
+    const struct qp_conv_nd *g = j->g;
+    size_t ocg = g->out_c / g->groups;
+    size_t blocks = (ocg + MR - 1) / MR;
+    plan_bands(g, &j->q, &j->band, &j->bands, &j->per_thread);
     size_t units = g->batch * g->groups * j->bands;
     j->chunks = 1;
     while (units * j->chunks < 4 * (size_t)nthreads && j->chunks < blocks)
@@ -371,19 +452,31 @@ static void plan_units(struct job *j, int nthreads)
 
 /* ---- the variant ----------------------------------------------------------- */
 
+/* Threads the scratch is sized for. */
+static int scratch_threads(void)
+{
+    return qp_parallel_threads();
+}
+
 static bool supports(const struct qp_conv_nd *g, size_t *scratch)
 {
     struct geo q;
     *scratch = 0;
-    return g->groups >= 1 && to_geo(g, &q);
+    if (g->groups < 1 || !to_geo(g, &q))
+        return false;
+    if (g->in_c / g->groups > 1) {
+        size_t band, bands, per_thread;
+        plan_bands(g, &q, &band, &bands, &per_thread);
+        *scratch = per_thread * (size_t)scratch_threads();
+    }
+    return true;
 }
 
 static void run(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x,
                 const float *w, const float *bias, float *y, float *scratch,
                 const struct qp_conv_epilogue *epi)
 {
-    (void)scratch;
-    struct job j = {g, {0}, x, w, bias, y, epi, 0, 0, 0, 0};
+    struct job j = {g, {0}, x, w, bias, y, epi, 0, 0, 0, 0, scratch, 0};
     to_geo(g, &j.q);
     size_t icg = g->in_c / g->groups;
     size_t work = g->batch * g->out_c * (size_t)(j.q.OH * j.q.OW) * icg *
@@ -393,6 +486,8 @@ static void run(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x
         qp_pool_run(pool, dw_run, &j, nt);
         return;
     }
+    if (nt > scratch_threads()) /* the scratch holds that many copies */
+        nt = scratch_threads();
     plan_units(&j, nt);
     qp_pool_run(pool, direct_run, &j, nt);
 }
