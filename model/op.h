@@ -200,6 +200,12 @@ void qp_op_parallel_for(const struct qp_op_ctx *c, size_t n,
                         void (*fn)(void *ctx, size_t begin, size_t end),
                         void *ctx);
 
+/* The same for n coarse items (planes, blocks): ranges of any length. */
+void qp_op_parallel_items(const struct qp_op_ctx *c, size_t n,
+                          size_t min_per_thread,
+                          void (*fn)(void *ctx, size_t begin, size_t end),
+                          void *ctx);
+
 /* ---- elementwise forms (for fusion, model/fuse.c) ---------------------- */
 
 /* What a node computes per element in f32: unary (input 0, with alpha
