@@ -26,6 +26,12 @@ struct qp_conv_f32_variant {
     void (*run)(struct qp_pool *pool, const struct qp_conv_nd *g,
                 const float *x, const float *w, const float *bias, float *y,
                 float *scratch, const struct qp_conv_epilogue *epi);
+    /* The same pair for the transposed convolution (NULL: none). */
+    bool (*supports_transpose)(const struct qp_conv_nd *g, size_t *scratch);
+    void (*run_transpose)(struct qp_pool *pool, const struct qp_conv_nd *g,
+                          const float *x, const float *w, const float *bias,
+                          float *y, float *scratch,
+                          const struct qp_conv_epilogue *epi);
 };
 
 #if defined(__x86_64__)

@@ -19,7 +19,9 @@
  *
  * ConvTranspose: x [N, IC, in...], w [IC, OC/groups, kernel...], y [N, OC,
  * out...] with out as the caller computed (output_padding and output_shape
- * included): GEMM into columns then col2im accumulation.
+ * included): the reference runs a GEMM into columns then col2im
+ * accumulation; a SIMD variant may take the geometries it supports
+ * (kernel equal to stride, no padding: every output a single sum).
  *
  * The kernels never allocate: callers ask _scratch_size (in floats) and
  * pass that much scratch. */
@@ -83,7 +85,18 @@ size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_nd *g);
 void qp_conv_transpose_f32(struct qp_pool *pool,
                            const struct qp_conv_nd *g, const float *x,
                            const float *w, const float *bias, float *y,
-                           float *scratch);
+                           float *scratch, const struct qp_conv_epilogue *epi);
+
+/* The reference alone, as for qp_conv_f32_ref. */
+size_t qp_conv_transpose_f32_ref_scratch_size(const struct qp_conv_nd *g);
+void qp_conv_transpose_f32_ref(struct qp_pool *pool,
+                               const struct qp_conv_nd *g, const float *x,
+                               const float *w, const float *bias, float *y,
+                               float *scratch,
+                               const struct qp_conv_epilogue *epi);
+
+/* The variant qp_conv_transpose_f32 runs for g (static). */
+const char *qp_conv_transpose_f32_path(const struct qp_conv_nd *g);
 
 /* Pooling over x [N, C, in...] -> y [N, C, out...] (in_c == out_c == C).
  * Max: positions outside the input are skipped; a window with no input

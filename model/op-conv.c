@@ -265,7 +265,7 @@ static enum qp_status conv_run_into(const struct qp_op_ctx *c,
     const struct qp_tensor *b = qp_op_in(c, 2);
     if (t)
         qp_conv_transpose_f32(c->pool, &g, c->in[0]->data, c->in[1]->data,
-                              b ? b->data : NULL, y->data, scratch);
+                              b ? b->data : NULL, y->data, scratch, epi);
     else
         qp_conv_f32(c->pool, &g, c->in[0]->data, c->in[1]->data,
                     b ? b->data : NULL, y->data, scratch, epi);
@@ -281,7 +281,7 @@ static enum qp_status conv_run(const struct qp_op_ctx *c,
 
 bool qp_op_is_conv(const struct qp_node *n)
 {
-    return n->def && n->def->run == conv_run && !strcmp(n->op_type, "Conv");
+    return n->def && n->def->run == conv_run;
 }
 
 enum qp_status qp_op_conv_run(const struct qp_op_ctx *c, struct qp_tensor *y,

@@ -219,6 +219,18 @@ static void epi_run(void *ctx, int t, int nt)
         j->epi->fn(j->epi->ctx, b, e);
 }
 
+static int threads_for(size_t work);
+
+/* The epilogue (if any) over all n outputs, once they are final. */
+static void run_epilogue(struct qp_pool *pool, const struct qp_conv_epilogue *epi,
+                         size_t n)
+{
+    if (!epi)
+        return;
+    struct epi_job j = {epi, n};
+    qp_pool_run(pool, epi_run, &j, threads_for(n));
+}
+
 /* ---- im2col ------------------------------------------------------------ */
 
 /* Offsets (kernel tap k, flat over the kernel volume) added to
@@ -362,10 +374,7 @@ void qp_conv_f32_ref(struct qp_pool *pool, const struct qp_conv_nd *g,
             }
         }
     }
-    if (epi) {
-        struct epi_job j = {epi, g->batch * g->out_c * c.sout};
-        qp_pool_run(pool, epi_run, &j, threads_for(j.n));
-    }
+    run_epilogue(pool, epi, g->batch * g->out_c * c.sout);
 }
 
 /* ---- transposed convolution ------------------------------------------- */
@@ -379,7 +388,7 @@ static size_t convt_tile(const struct qp_conv_nd *g, const struct qp_conv3 *c)
     return t < c->sin ? t : c->sin;
 }
 
-size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_nd *g)
+size_t qp_conv_transpose_f32_ref_scratch_size(const struct qp_conv_nd *g)
 {
     struct qp_conv3 c;
     qp_conv3_from_geom(g, &c);
@@ -431,9 +440,11 @@ static void c2i_run(void *ctx, int t, int nt)
         }
 }
 
-void qp_conv_transpose_f32(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x,
-                           const float *w, const float *bias, float *y,
-                           float *scratch)
+void qp_conv_transpose_f32_ref(struct qp_pool *pool,
+                               const struct qp_conv_nd *g, const float *x,
+                               const float *w, const float *bias, float *y,
+                               float *scratch,
+                               const struct qp_conv_epilogue *epi)
 {
     struct qp_conv3 c;
     qp_conv3_from_geom(g, &c);
@@ -456,4 +467,5 @@ void qp_conv_transpose_f32(struct qp_pool *pool, const struct qp_conv_nd *g, con
             }
         }
     }
+    run_epilogue(pool, epi, g->batch * g->out_c * c.sout);
 }

@@ -4,8 +4,9 @@
  * multiplier, grouped, pointwise, strides 1 to 3, dilations, asymmetric
  * padding, odd widths, channel counts off the register tiles, 1-D), each
  * output within 1e-5 of the sum of the magnitudes of its products (the
- * variants sum in another order, with fused multiply-adds); and the
- * epilogue: called once per output element, after the element is final. */
+ * variants sum in another order, with fused multiply-adds); the same for
+ * the transposed convolution; and the epilogue: called once per output
+ * element, after the element is final. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -261,5 +262,128 @@ QP_TEST(conv_f32_variants_match_naive_loops)
     /* most shapes are for the AVX-512 variant (not stride 3) */
     if (qp_kern_isa_available(QP_KERN_AVX512))
         CHECK(supported > total / 2);
+#endif
+}
+
+/* ---- transposed ---------------------------------------------------------- */
+
+/* y [N, OC, OH, OW] of a transposed convolution by scattering every
+ * input through every tap, in double, with the sums of |w x| + |b|. */
+static void naive_t(const struct qp_conv_nd *g, const float *x, const float *w,
+                    const float *b, double *y, double *mag)
+{
+    int64_t H = g->in[0], W = g->in[1], OH = g->out[0], OW = g->out[1];
+    int64_t KH = g->kernel[0], KW = g->kernel[1];
+    size_t icg = g->in_c / g->groups, ocg = g->out_c / g->groups;
+    size_t plane = (size_t)(OH * OW);
+    for (size_t n = 0; n < g->batch; n++)
+        for (size_t oc = 0; oc < g->out_c; oc++)
+            for (size_t i = 0; i < plane; i++) {
+                y[(n * g->out_c + oc) * plane + i] = b ? b[oc] : 0;
+                mag[(n * g->out_c + oc) * plane + i] = b ? fabs(b[oc]) : 0;
+            }
+    for (size_t n = 0; n < g->batch; n++)
+        for (size_t ic = 0; ic < g->in_c; ic++)
+            for (int64_t i = 0; i < H; i++)
+                for (int64_t j = 0; j < W; j++)
+                    for (size_t o = 0; o < ocg; o++)
+                        for (int64_t a = 0; a < KH; a++)
+                            for (int64_t c = 0; c < KW; c++) {
+                                int64_t oh = i * g->stride[0] + a * g->dilation[0] - g->pad[0];
+                                int64_t ow = j * g->stride[1] + c * g->dilation[1] - g->pad[1];
+                                if (oh < 0 || oh >= OH || ow < 0 || ow >= OW)
+                                    continue;
+                                size_t oc = ic / icg * ocg + o;
+                                double v = (double)x[((n * g->in_c + ic) * (size_t)H +
+                                                      (size_t)i) * (size_t)W + (size_t)j] *
+                                           w[((ic * ocg + o) * (size_t)KH + (size_t)a) *
+                                             (size_t)KW + (size_t)c];
+                                size_t at = (n * g->out_c + oc) * plane +
+                                            (size_t)(oh * OW + ow);
+                                y[at] += v;
+                                mag[at] += fabs(v);
+                            }
+}
+
+QP_TEST(conv_f32_transpose_variants_match_naive_loops)
+{
+    /* batch, ic, oc, groups, h, w, k, s, pad: kernel == stride (the SIMD
+     * path: 2x2/2, 1x1, 3x3/3 is the reference's), odd channel counts
+     * and widths off the vectors, then overlapping and padded ones */
+    static const int64_t cases[][9] = {
+        {1, 24, 24, 1, 5, 40, 2, 2, 0}, {2, 5, 7, 1, 3, 37, 2, 2, 0},
+        {1, 24, 1, 1, 4, 33, 2, 2, 0},  {1, 6, 9, 1, 4, 17, 1, 1, 0},
+        {1, 4, 6, 1, 3, 10, 3, 3, 0},   {1, 4, 6, 2, 5, 9, 3, 2, 1},
+        {1, 3, 5, 1, 6, 20, 4, 2, 1},
+    };
+    uint64_t seed = 7;
+    int simd = 0;
+    struct qp_pool *pool = qp_pool_new(2);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        const int64_t *c = cases[k];
+        struct qp_conv_nd g = {2, (size_t)c[0], (size_t)c[1], (size_t)c[2],
+                               (size_t)c[3], {c[4], c[5]}, {0}, {c[6], c[6]},
+                               {c[7], c[7]}, {1, 1}, {c[8], c[8]}, {c[8], c[8]}};
+        for (int d = 0; d < 2; d++)
+            g.out[d] = (g.in[d] - 1) * g.stride[d] + g.kernel[d] - 2 * c[8];
+        size_t icg = g.in_c / g.groups, ocg = g.out_c / g.groups;
+        size_t nx = g.batch * g.in_c * (size_t)(c[4] * c[5]);
+        size_t nw = g.in_c * ocg * (size_t)(c[6] * c[6]);
+        size_t ny = g.batch * g.out_c * (size_t)(g.out[0] * g.out[1]);
+        (void)icg;
+        float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc(g.out_c * 4);
+        float *y = malloc(ny * 4), *copy = malloc(ny * 4);
+        double *want = malloc(ny * 8), *mag = malloc(ny * 8);
+        int *hits = calloc(ny, sizeof *hits);
+        size_t ns = qp_conv_transpose_f32_ref_scratch_size(&g), nv = 0;
+        const struct qp_conv_f32_variant *v = NULL;
+#if defined(__x86_64__)
+        if (qp_kern_isa_available(QP_KERN_AVX512) &&
+            qp_conv_f32_avx512.supports_transpose(&g, &nv))
+            v = &qp_conv_f32_avx512;
+#endif
+        float *sc = malloc(((ns > nv ? ns : nv) + 1) * 4);
+        REQUIRE(x && w && b && y && copy && want && mag && hits && sc);
+        for (size_t i = 0; i < nx; i++)
+            x[i] = (float)kt_range(&seed, -1000, 1000) / 256.0f;
+        for (size_t i = 0; i < nw; i++)
+            w[i] = (float)kt_range(&seed, -1000, 1000) / 512.0f;
+        for (size_t i = 0; i < g.out_c; i++)
+            b[i] = (float)kt_range(&seed, -100, 100) / 64.0f;
+        naive_t(&g, x, w, b, want, mag);
+        for (int pass = 0; pass < (v ? 2 : 1); pass++) {
+            struct epi_check ec = {hits, y, copy};
+            struct qp_conv_epilogue epi = {epi_fn, &ec};
+            memset(hits, 0, ny * sizeof *hits);
+            memset(y, 0xff, ny * 4);
+            if (pass == 0)
+                qp_conv_transpose_f32_ref(pool, &g, x, w, b, y, sc, &epi);
+            else
+                v->run_transpose(pool, &g, x, w, b, y, sc, &epi);
+            simd += pass;
+            int bad = 0, badhits = 0;
+            for (size_t i = 0; i < ny; i++) {
+                bad += !(fabs(y[i] - want[i]) <= 1e-5 * mag[i] + 1e-30);
+                badhits += hits[i] != 1 || memcmp(&copy[i], &y[i], 4) != 0;
+            }
+            if (bad || badhits)
+                qp_test_failf(ctx, __FILE__, __LINE__, "%s: transposed case %zu: "
+                              "%d outputs off, %d epilogue misses",
+                              pass ? v->name : "ref", k, bad, badhits);
+        }
+        free(x);
+        free(w);
+        free(b);
+        free(y);
+        free(copy);
+        free(want);
+        free(mag);
+        free(hits);
+        free(sc);
+    }
+    qp_pool_free(pool);
+#if defined(__x86_64__)
+    if (qp_kern_isa_available(QP_KERN_AVX512))
+        CHECK_INT(simd, 4); /* the four kernel == stride cases */
 #endif
 }
