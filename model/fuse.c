@@ -10,7 +10,7 @@
 
 #define FUSE_BLOCK QP_FUSE_BLOCK
 /* Below this many elements per thread, one thread is faster. */
-#define FUSE_MIN_PER_THREAD ((size_t)1 << 14)
+#define FUSE_MIN_PER_THREAD QP_OP_PAR_MIN
 
 bool qp_fuse_candidate(const struct qp_graph *g, int node)
 {

@@ -196,7 +196,7 @@ static enum qp_status binary_run(const struct qp_op_ctx *c,
         struct bjob j = {op_of(c->n), {0}, acc, rhs, out[0]};
         const struct qp_tensor *ops[2] = {acc, rhs};
         qp_bcast_init(&j.bc, &od, ops, 2);
-        qp_op_parallel_for(c, j.bc.total, 1 << 15, brange, &j);
+        qp_op_parallel_for(c, j.bc.total, QP_OP_PAR_MIN, brange, &j);
         acc = out[0]; /* variadic: fold the rest into the output */
     }
     return QP_OK;
@@ -220,7 +220,7 @@ static enum qp_status sum_run(const struct qp_op_ctx *c,
         struct bjob j = {B_ADD, {0}, acc, c->in[i], out[0]};
         const struct qp_tensor *ops[2] = {acc, c->in[i]};
         qp_bcast_init(&j.bc, &od, ops, 2);
-        qp_op_parallel_for(c, j.bc.total, 1 << 15, brange, &j);
+        qp_op_parallel_for(c, j.bc.total, QP_OP_PAR_MIN, brange, &j);
         acc = out[0];
     }
     if (!strcmp(c->n->op_type, "Mean")) {

@@ -189,12 +189,12 @@ static enum qp_status concat_run(const struct qp_op_ctx *c,
     size_t inner = prod(out[0]->shape, axis + 1, out[0]->ndim) * es;
     struct concat_job j = {c, out[0]->data, outer, axis, inner,
                            (size_t)out[0]->shape[axis] * inner};
-    /* pieces (an input's block of one outer index) of 64 KiB or more
-     * are worth a thread each */
-    size_t piece = out[0]->nbytes / (outer * (size_t)c->n_in + 1) + 1;
-    qp_op_parallel_items(c, outer * (size_t)c->n_in,
-                       piece >= ((size_t)64 << 10) ? 1 : (((size_t)64 << 10) / piece),
-                       concat_pieces, &j);
+    /* a piece: an input's block of one outer index (its elements, on
+     * average) */
+    size_t pieces = outer * (size_t)c->n_in;
+    qp_op_parallel_items(c, pieces, qp_op_par_items(qp_tensor_numel(out[0]) /
+                                                    (pieces ? pieces : 1)),
+                         concat_pieces, &j);
     return QP_OK;
 }
 

@@ -81,9 +81,8 @@ static enum qp_status softmax_run(const struct qp_op_ctx *c,
         else
             s.inner *= v;
     }
-    /* rows of 4096 elements or more are worth a thread each */
-    size_t min_rows = s.len >= 4096 ? 1 : 4096 / (s.len ? s.len : 1);
-    qp_op_parallel_items(c, s.outer * s.inner, min_rows, smax_range, &s);
+    qp_op_parallel_items(c, s.outer * s.inner, qp_op_par_items(s.len),
+                         smax_range, &s);
     return QP_OK;
 }
 
@@ -252,11 +251,8 @@ static enum qp_status bn_run(const struct qp_op_ctx *c,
     const struct qp_tensor *x = c->in[0];
     size_t n = (size_t)x->shape[0], ch = (size_t)x->shape[1];
     struct bn_job j = {c, out, n, ch, n && ch ? qp_tensor_numel(x) / (n * ch) : 0};
-    /* channels of 4096 elements or more are worth a thread each; each
-     * channel is computed the same way on any thread */
-    size_t per = n * j.area;
-    qp_op_parallel_items(c, ch, per >= 4096 ? 1 : 4096 / (per ? per : 1),
-                         bn_channels, &j);
+    /* each channel is computed the same way on any thread */
+    qp_op_parallel_items(c, ch, qp_op_par_items(n * j.area), bn_channels, &j);
     return QP_OK;
 }
 

@@ -168,9 +168,7 @@ static enum qp_status global_run(const struct qp_op_ctx *c,
     size_t planes = (size_t)(x->shape[0] * x->shape[1]);
     size_t area = planes ? qp_tensor_numel(x) / planes : 0;
     struct global_job j = {x->data, out[0]->data, area, is_max(c->n)};
-    /* planes of 1024 elements or more are worth a thread each */
-    size_t min_planes = area >= 1024 ? 1 : 1024 / (area ? area : 1);
-    qp_op_parallel_items(c, planes, min_planes, global_planes, &j);
+    qp_op_parallel_items(c, planes, qp_op_par_items(area), global_planes, &j);
     return QP_OK;
 }
 

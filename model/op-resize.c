@@ -391,7 +391,7 @@ static enum qp_status nearest_run(const struct qp_op_ctx *c,
     }
     size_t w = p->nd ? (size_t)p->out[p->nd - 1] : 1;
     j.rows = w ? qp_tensor_numel(out) / w : 0;
-    qp_op_parallel_items(c, j.rows, 64, nearest_rows, &j);
+    qp_op_parallel_items(c, j.rows, qp_op_par_items(w), nearest_rows, &j);
     return QP_OK;
 }
 

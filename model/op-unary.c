@@ -102,7 +102,7 @@ static enum qp_status unary_run(const struct qp_op_ctx *c,
     struct qp_ew_step s;
     unary_step(c->n, &s);
     struct ujob j = {s.unary, s.alpha, s.beta, c->in[0], out[0]};
-    qp_op_parallel_for(c, qp_tensor_numel(c->in[0]), 1 << 14, urange, &j);
+    qp_op_parallel_for(c, qp_tensor_numel(c->in[0]), QP_OP_PAR_MIN, urange, &j);
     return QP_OK;
 }
 
@@ -145,7 +145,7 @@ static enum qp_status clip_run(const struct qp_op_ctx *c,
         clip_bounds(c, &lo, &hi);
         if (dt == QP_DTYPE_F32) {
             struct ujob j = {QP_EW_CLIP, (float)lo, (float)hi, x, out[0]};
-            qp_op_parallel_for(c, n, 1 << 14, urange, &j);
+            qp_op_parallel_for(c, n, QP_OP_PAR_MIN, urange, &j);
             return QP_OK;
         }
         for (size_t i = 0; i < n; i++)

@@ -193,6 +193,17 @@ int64_t qp_elem_get_i64(enum qp_dtype dt, const void *data, size_t i);
 void qp_elem_set_f64(enum qp_dtype dt, void *data, size_t i, double v);
 void qp_elem_set_i64(enum qp_dtype dt, void *data, size_t i, int64_t v);
 
+/* Elements of a simple pass over memory below which a second thread costs
+ * more than it saves (waking a sleeping worker takes microseconds, and
+ * tens of them on a busy machine). */
+#define QP_OP_PAR_MIN ((size_t)1 << 16)
+
+/* Items of per_item elements each that make QP_OP_PAR_MIN (at least 1). */
+static inline size_t qp_op_par_items(size_t per_item)
+{
+    return per_item >= QP_OP_PAR_MIN ? 1 : QP_OP_PAR_MIN / (per_item ? per_item : 1);
+}
+
 /* Runs fn over [0, n) on c's pool when n is large (each thread gets a
  * contiguous range, aligned to 16 items, of at least min_per_thread). */
 void qp_op_parallel_for(const struct qp_op_ctx *c, size_t n,

@@ -37,6 +37,9 @@
 #define DW_NV 4         /* vectors of a depthwise step */
 #define KW_MAX 16
 #define L2_BUDGET ((size_t)256 << 10) /* input bytes a unit should touch */
+/* Below this many multiply-adds (tens of microseconds) one thread is
+ * faster than waking another. */
+#define PAR_MIN_MACS ((size_t)1 << 21)
 
 /* A plane as the kernels see it: 2-D, rows of W. */
 struct geo {
@@ -481,7 +484,7 @@ static void run(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x
     size_t icg = g->in_c / g->groups;
     size_t work = g->batch * g->out_c * (size_t)(j.q.OH * j.q.OW) * icg *
                   (size_t)(j.q.KH * j.q.KW);
-    int nt = work < ((size_t)1 << 16) ? 1 : qp_pool_threads(pool);
+    int nt = work < PAR_MIN_MACS ? 1 : qp_pool_threads(pool);
     if (icg == 1) {
         qp_pool_run(pool, dw_run, &j, nt);
         return;
@@ -673,7 +676,7 @@ static void run_t(struct qp_pool *pool, const struct qp_conv_nd *g,
     t_geo(g, &j);
     t_pack(&j, w, scratch);
     size_t work = g->batch * g->in_c * g->out_c * (size_t)(j.H * j.W * j.KH * j.KW);
-    qp_pool_run(pool, t_run, &j, work < ((size_t)1 << 16) ? 1 : 0);
+    qp_pool_run(pool, t_run, &j, work < PAR_MIN_MACS ? 1 : 0);
 }
 
 const struct qp_conv_f32_variant qp_conv_f32_avx512 = {
