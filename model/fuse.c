@@ -189,9 +189,9 @@ static const float *operand(const struct qp_fuse_pass *vm,
     case QP_FUSE_REG:
         *vec = true;
         return vm->out[o->idx] ? vm->out[o->idx] + pos : regs[o->idx];
-    case QP_FUSE_IMM:
+    case QP_FUSE_ONE:
         *vec = false;
-        return &o->imm;
+        return o->one;
     case QP_FUSE_EXT: {
         int64_t s = vm->bc.stride[o->idx][vm->bc.nd - 1];
         *vec = s != 0;
@@ -264,13 +264,12 @@ void qp_fuse_prepare(const struct qp_graph *g, const struct qp_fuse_plan *p,
         for (int i = 0; i < step_inputs(m); i++) {
             struct qp_fuse_opd *o = &vm->in[k][i];
             if (m->src[i] >= first) {
-                *o = (struct qp_fuse_opd){QP_FUSE_REG, m->src[i] - first, 0.0f};
+                *o = (struct qp_fuse_opd){QP_FUSE_REG, m->src[i] - first, NULL};
                 continue;
             }
             const struct qp_tensor *t = value(ctx, g->nodes[m->node].in[i]);
             if (qp_tensor_numel(t) == 1) {
-                *o = (struct qp_fuse_opd){QP_FUSE_IMM, 0,
-                                          ((const float *)t->data)[0]};
+                *o = (struct qp_fuse_opd){QP_FUSE_ONE, 0, t->data};
                 continue;
             }
             int e = 0;
@@ -280,7 +279,7 @@ void qp_fuse_prepare(const struct qp_graph *g, const struct qp_fuse_plan *p,
                 ext[vm->n_ext] = t;
                 vm->ext[vm->n_ext++] = t->data;
             }
-            *o = (struct qp_fuse_opd){QP_FUSE_EXT, e, 0.0f};
+            *o = (struct qp_fuse_opd){QP_FUSE_EXT, e, NULL};
         }
     }
     const struct qp_tdesc *d = &p->m[first].desc;

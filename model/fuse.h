@@ -70,9 +70,10 @@ int qp_fuse_plan(const struct qp_graph *g, const int *nodes, int len,
 
 /* A segment ready to run over any range of its output. */
 struct qp_fuse_opd {
-    enum { QP_FUSE_REG, QP_FUSE_IMM, QP_FUSE_EXT } kind;
-    int idx;   /* REG: member in the segment; EXT: index in ext */
-    float imm;
+    enum { QP_FUSE_REG, QP_FUSE_ONE, QP_FUSE_EXT } kind;
+    int idx;          /* REG: member in the segment; EXT: index in ext */
+    const float *one; /* ONE: a single value, read when the pass runs (a
+                       * Conv's output is written after the prepare) */
 };
 
 struct qp_fuse_pass {

@@ -362,6 +362,9 @@ QP_TEST(fuse_conv_epilogue_is_bit_identical)
         {5, 7, 1, 3, 1, 9, 11, 0, 0},   {16, 24, 1, 1, 1, 30, 37, 1, 0},
         {12, 12, 12, 3, 1, 40, 53, 1, 0}, {6, 10, 2, 3, 2, 21, 35, 0, 1},
         {8, 9, 1, 5, 1, 7, 70, 1, 1},    {32, 32, 32, 3, 2, 64, 64, 0, 0},
+        /* one output element: the pass reads it as a single value, which
+         * must be read after the conv wrote it (found by fuzz-fuse) */
+        {1, 1, 1, 1, 1, 1, 1, 1, 0},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const int64_t *k = cases[c];
