@@ -205,18 +205,21 @@ void qp_fuse_pass_range(const struct qp_fuse_pass *vm, size_t b, size_t e)
 {
     float regs[QP_FUSE_MAX_NODES][FUSE_BLOCK];
     int64_t off[QP_FUSE_MAX_EXT] = {0};
-    size_t inner = vm->bc.inner, cur_row = SIZE_MAX;
+    size_t inner = vm->bc.inner;
     if (b >= e)
         return;
+    /* the row and column of pos, advanced without dividing (a Conv's
+     * epilogue calls this for short ranges) */
+    size_t row = b / inner, col = b % inner;
+    qp_bcast_row(&vm->bc, row, off);
     for (size_t pos = b; pos < e;) {
-        size_t row = pos / inner, col = pos % inner;
+        if (col == inner) {
+            col = 0;
+            qp_bcast_row(&vm->bc, ++row, off);
+        }
         size_t n = inner - col < e - pos ? inner - col : e - pos;
         if (n > FUSE_BLOCK)
             n = FUSE_BLOCK;
-        if (row != cur_row) {
-            qp_bcast_row(&vm->bc, row, off);
-            cur_row = row;
-        }
         for (int k = 0; k < vm->n; k++) {
             const struct qp_ew_step *s = &vm->step[k];
             float *dst = vm->out[k] ? vm->out[k] + pos : regs[k];
@@ -236,6 +239,7 @@ void qp_fuse_pass_range(const struct qp_fuse_pass *vm, size_t b, size_t e)
             }
         }
         pos += n;
+        col += n;
     }
 }
 
