@@ -98,13 +98,18 @@ static void pool_plane_2d(const struct pool_job *j, size_t p)
     const float *x = j->x + p * c->sin;
     float *y = j->y + p * c->sout;
     int64_t H = c->in[1], W = c->in[2];
+    /* outputs [i0, i1) have their whole window inside the row */
+    int64_t i0, i1;
+    qp_conv3_range(c->out[2], c->s[2], -c->p[2], W - (c->k[2] - 1) * c->d[2],
+                   &i0, &i1);
     for (int64_t oh = 0; oh < c->out[1]; oh++) {
         int64_t s1 = oh * c->s[1] - c->p[1], kh0, kh1;
         qp_conv3_range(c->k[1], c->d[1], s1, H, &kh0, &kh1);
         int64_t ph = window_count(c->k[1], s1, c->d[1], -c->p[1], H + c->pe[1]);
         for (int64_t ow = 0; ow < c->out[2]; ow++) {
-            int64_t s2 = ow * c->s[2] - c->p[2], kw0, kw1;
-            qp_conv3_range(c->k[2], c->d[2], s2, W, &kw0, &kw1);
+            int64_t s2 = ow * c->s[2] - c->p[2], kw0 = 0, kw1 = c->k[2];
+            if (ow < i0 || ow >= i1)
+                qp_conv3_range(c->k[2], c->d[2], s2, W, &kw0, &kw1);
             float *o = y + oh * c->out[2] + ow;
             if (j->is_max) {
                 float best = -INFINITY;
