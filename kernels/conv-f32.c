@@ -5,18 +5,28 @@
 
 #include "kernels/conv-f32-ukernel.h"
 
-/* The variant for g, or NULL (the reference); *scratch its need. */
+/* The variant for g (transposed when t), or NULL (the reference);
+ * *scratch its need. */
 static const struct qp_conv_f32_variant *variant(const struct qp_conv_nd *g,
-                                                 size_t *scratch)
+                                                 bool t, size_t *scratch)
 {
     const struct qp_conv_f32_variant *v = qp_kern_table()->conv_f32;
-    return v && v->supports(g, scratch) ? v : NULL;
+    bool ok = v && (t ? v->supports_transpose && v->supports_transpose(g, scratch)
+                      : v->supports(g, scratch));
+    return ok ? v : NULL;
+}
+
+static const char *path(const struct qp_conv_nd *g, bool t)
+{
+    size_t need;
+    const struct qp_conv_f32_variant *v = variant(g, t, &need);
+    return v ? v->name : "ref";
 }
 
 size_t qp_conv_f32_scratch_size(const struct qp_conv_nd *g)
 {
     size_t need;
-    return variant(g, &need) ? need : qp_conv_f32_ref_scratch_size(g);
+    return variant(g, false, &need) ? need : qp_conv_f32_ref_scratch_size(g);
 }
 
 void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
@@ -24,7 +34,7 @@ void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
                  float *scratch, const struct qp_conv_epilogue *epi)
 {
     size_t need;
-    const struct qp_conv_f32_variant *v = variant(g, &need);
+    const struct qp_conv_f32_variant *v = variant(g, false, &need);
     if (v)
         v->run(pool, g, x, w, bias, y, scratch, epi);
     else
@@ -33,23 +43,14 @@ void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
 
 const char *qp_conv_f32_path(const struct qp_conv_nd *g)
 {
-    size_t need;
-    const struct qp_conv_f32_variant *v = variant(g, &need);
-    return v ? v->name : "ref";
-}
-
-static const struct qp_conv_f32_variant *variant_t(const struct qp_conv_nd *g,
-                                                   size_t *scratch)
-{
-    const struct qp_conv_f32_variant *v = qp_kern_table()->conv_f32;
-    return v && v->supports_transpose && v->supports_transpose(g, scratch)
-               ? v : NULL;
+    return path(g, false);
 }
 
 size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_nd *g)
 {
     size_t need;
-    return variant_t(g, &need) ? need : qp_conv_transpose_f32_ref_scratch_size(g);
+    return variant(g, true, &need) ? need
+                                   : qp_conv_transpose_f32_ref_scratch_size(g);
 }
 
 void qp_conv_transpose_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
@@ -58,7 +59,7 @@ void qp_conv_transpose_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
                            const struct qp_conv_epilogue *epi)
 {
     size_t need;
-    const struct qp_conv_f32_variant *v = variant_t(g, &need);
+    const struct qp_conv_f32_variant *v = variant(g, true, &need);
     if (v)
         v->run_transpose(pool, g, x, w, bias, y, scratch, epi);
     else
@@ -67,7 +68,5 @@ void qp_conv_transpose_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
 
 const char *qp_conv_transpose_f32_path(const struct qp_conv_nd *g)
 {
-    size_t need;
-    const struct qp_conv_f32_variant *v = variant_t(g, &need);
-    return v ? v->name : "ref";
+    return path(g, true);
 }
