@@ -9,19 +9,29 @@
 #include "kernels/blas.h"
 
 #include <cblas.h>
+#include <pthread.h>
 
 #include "core/parallel.h"
 
 /* OpenBLAS's pool is started when the library loads; its threads spin
  * for a while after each call. This export (what OpenBLAS's own fork
  * handler calls) stops them; with one thread set, OpenBLAS never starts
- * them again. Both calls are cheap once done. */
+ * them again (a forked child inherits the setting). Done once: the
+ * shutdown costs tens of microseconds even when there is nothing to stop,
+ * which small products would pay on every call. */
 int blas_thread_shutdown_(void);
 
-static void single_threaded_openblas(void)
+static void openblas_one_thread(void)
 {
     openblas_set_num_threads(1);
     blas_thread_shutdown_();
+}
+
+static pthread_once_t one_thread_once = PTHREAD_ONCE_INIT;
+
+static void single_threaded_openblas(void)
+{
+    pthread_once(&one_thread_once, openblas_one_thread);
 }
 
 /* Below this many multiply-adds one thread is faster. */
@@ -41,6 +51,23 @@ static void sgemm1(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha,
                    const float *a, size_t lda, const float *b, size_t ldb,
                    float beta, float *c, size_t ldc)
 {
+    /* a matrix-vector product: OpenBLAS's sgemm pays a fixed cost of
+     * microseconds for its buffers, sgemv does not */
+    if (n == 1) {
+        /* c[:, 0] = alpha op(A) b[:, 0] + beta c[:, 0]; b's column has
+         * stride ldb (or 1 when B is stored transposed). beta 0 must not
+         * read c (it may hold NaN): c is zeroed and added to instead. */
+        if (beta == 0.0f) {
+            for (size_t i = 0; i < m; i++)
+                c[i * ldc] = 0.0f;
+            beta = 1.0f;
+        }
+        cblas_sgemv(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+                    (blasint)(ta ? k : m), (blasint)(ta ? m : k), alpha, a,
+                    (blasint)(lda > (ta ? m : k) ? lda : (ta ? m : k)), b,
+                    (blasint)(tb ? 1 : ldb), beta, c, (blasint)ldc);
+        return;
+    }
     /* cblas requires leading dimensions >= the stored row length even
      * where a dimension is 1 (any stride is then equivalent) */
     size_t la = ta ? m : k, lb = tb ? k : n;

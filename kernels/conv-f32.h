@@ -9,13 +9,19 @@
  *
  * Conv: x [N, IC, in...], w [OC, IC/groups, kernel...], bias [OC] or NULL,
  * y [N, OC, out...]; out = (in + pads - dilation*(kernel-1) - 1)/stride + 1
- * as computed by the caller. Strategy: a direct loop for depthwise
- * (IC/groups == 1), a plain GEMM for 1x1/stride 1/no pad, otherwise im2col
- * in column tiles and GEMM (OpenBLAS through kernels/blas.h).
+ * as computed by the caller. The reference (qp_conv_f32_ref) runs a
+ * direct loop for depthwise (IC/groups == 1), a plain GEMM for 1x1/stride
+ * 1/no pad, otherwise im2col in column tiles and GEMM (OpenBLAS through
+ * kernels/blas.h). qp_conv_f32 runs the SIMD variant the dispatch table
+ * chose (kernels/conv-f32-ukernel.h: direct convolution, no im2col) when
+ * it supports the geometry, else the reference; the two differ by
+ * rounding only.
  *
  * ConvTranspose: x [N, IC, in...], w [IC, OC/groups, kernel...], y [N, OC,
  * out...] with out as the caller computed (output_padding and output_shape
- * included): GEMM into columns then col2im accumulation.
+ * included): the reference runs a GEMM into columns then col2im
+ * accumulation; a SIMD variant may take the geometries it supports
+ * (kernel equal to stride, no padding: every output a single sum).
  *
  * The kernels never allocate: callers ask _scratch_size (in floats) and
  * pass that much scratch. */
@@ -42,23 +48,55 @@ struct qp_conv_nd {
     int64_t pad_end[QP_CONV_MAX_SPATIAL];  /* after (pooling divisor) */
 };
 
+/* Work to do on parts of a convolution's output as soon as they are
+ * final, while they are still in cache (a fused activation): fn(ctx,
+ * begin, end) for flat element ranges [begin, end) of y that together
+ * cover it once, called from any of the pool's threads, never twice at
+ * the same time for overlapping ranges. */
+struct qp_conv_epilogue {
+    void (*fn)(void *ctx, size_t begin, size_t end);
+    void *ctx;
+};
+
 /* Floats of scratch qp_conv_f32 needs (0 for depthwise and 1x1). */
 size_t qp_conv_f32_scratch_size(const struct qp_conv_nd *g);
 
 struct qp_pool;
 
 /* Every kernel below splits its work over pool (core/parallel.h; NULL:
- * threads started per call). */
+ * threads started per call). epi may be NULL. */
 void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
                  const float *x, const float *w, const float *bias, float *y,
-                 float *scratch);
+                 float *scratch, const struct qp_conv_epilogue *epi);
+
+/* The reference alone (what qp_conv_f32 does without a SIMD variant),
+ * with its own scratch size. */
+size_t qp_conv_f32_ref_scratch_size(const struct qp_conv_nd *g);
+void qp_conv_f32_ref(struct qp_pool *pool, const struct qp_conv_nd *g,
+                     const float *x, const float *w, const float *bias,
+                     float *y, float *scratch,
+                     const struct qp_conv_epilogue *epi);
+
+/* The variant qp_conv_f32 runs for g: "ref", "avx512", ... (static). */
+const char *qp_conv_f32_path(const struct qp_conv_nd *g);
 
 size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_nd *g);
 
 void qp_conv_transpose_f32(struct qp_pool *pool,
                            const struct qp_conv_nd *g, const float *x,
                            const float *w, const float *bias, float *y,
-                           float *scratch);
+                           float *scratch, const struct qp_conv_epilogue *epi);
+
+/* The reference alone, as for qp_conv_f32_ref. */
+size_t qp_conv_transpose_f32_ref_scratch_size(const struct qp_conv_nd *g);
+void qp_conv_transpose_f32_ref(struct qp_pool *pool,
+                               const struct qp_conv_nd *g, const float *x,
+                               const float *w, const float *bias, float *y,
+                               float *scratch,
+                               const struct qp_conv_epilogue *epi);
+
+/* The variant qp_conv_transpose_f32 runs for g (static). */
+const char *qp_conv_transpose_f32_path(const struct qp_conv_nd *g);
 
 /* Pooling over x [N, C, in...] -> y [N, C, out...] (in_c == out_c == C).
  * Max: positions outside the input are skipped; a window with no input

@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/conv-f32-ukernel.h"
 #include "kernels/depthwise-s8-ukernel.h"
+#include "kernels/eltwise-f32.h"
 #include "kernels/gemm-s8-ukernel.h"
 #include "kernels/lut-s8.h"
 #include "kernels/quantize-act.h"
@@ -156,6 +158,35 @@ static const struct qp_dw_s8_ukernel *dw_variant(enum qp_kern_isa isa)
     }
 }
 
+static const struct qp_ew_f32 *ew_variant(enum qp_kern_isa isa)
+{
+    switch (isa) {
+#if defined(__x86_64__)
+    case QP_KERN_AVX512VNNI:
+    case QP_KERN_AVX512:
+        return &qp_ew_f32_avx512;
+    case QP_KERN_AVXVNNI:
+    case QP_KERN_AVX2:
+        return &qp_ew_f32_avx2;
+#endif
+    default:
+        return NULL;
+    }
+}
+
+static const struct qp_conv_f32_variant *conv_f32_variant(enum qp_kern_isa isa)
+{
+    switch (isa) {
+#if defined(__x86_64__)
+    case QP_KERN_AVX512VNNI:
+    case QP_KERN_AVX512:
+        return &qp_conv_f32_avx512;
+#endif
+    default:
+        return NULL;
+    }
+}
+
 static const enum qp_kern_isa preference[] = {
 #if defined(__aarch64__)
     QP_KERN_NEONDOT, QP_KERN_NEON,
@@ -178,12 +209,20 @@ static void fill(void)
     for (size_t i = 0; i < n && !table.depthwise_s8; i++)
         if (qp_kern_isa_allowed(preference[i]))
             table.depthwise_s8 = dw_variant(preference[i]);
+    for (size_t i = 0; i < n && !table.eltwise_f32; i++)
+        if (qp_kern_isa_allowed(preference[i]))
+            table.eltwise_f32 = ew_variant(preference[i]);
+    for (size_t i = 0; i < n && !table.conv_f32; i++)
+        if (qp_kern_isa_allowed(preference[i]))
+            table.conv_f32 = conv_f32_variant(preference[i]);
     snprintf(describe, sizeof describe,
              "kernels: gemm-s8=%s depthwise-s8=%s requant=%s "
-             "quantize-act=%s lut8=%s",
+             "quantize-act=%s lut8=%s eltwise-f32=%s conv-f32=%s",
              table.gemm_s8 ? table.gemm_s8->name : "ref",
              table.depthwise_s8 ? table.depthwise_s8->name : "ref",
-             qp_rq_variant(), qp_qa_variant(), qp_lut8_variant());
+             qp_rq_variant(), qp_qa_variant(), qp_lut8_variant(),
+             table.eltwise_f32 ? table.eltwise_f32->name : "ref",
+             table.conv_f32 ? table.conv_f32->name : "ref");
 }
 
 const struct qp_kern_table *qp_kern_table(void)

@@ -48,12 +48,16 @@ bool qp_kern_isa_allowed(enum qp_kern_isa isa);
 
 struct qp_gemm_s8_ukernel;
 struct qp_dw_s8_ukernel;
+struct qp_ew_f32;
+struct qp_conv_f32_variant;
 
 /* The variant chosen for each kernel family; NULL means the reference.
  * Filled once (thread-safe), never changed afterwards. */
 struct qp_kern_table {
     const struct qp_gemm_s8_ukernel *gemm_s8;    /* GEMM, conv, fc */
     const struct qp_dw_s8_ukernel *depthwise_s8; /* depthwise conv */
+    const struct qp_ew_f32 *eltwise_f32;         /* float elementwise */
+    const struct qp_conv_f32_variant *conv_f32;  /* float direct conv */
 };
 const struct qp_kern_table *qp_kern_table(void);
 

@@ -5,27 +5,14 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/parallel.h"
+#include "model/exec-run.h"
+#include "model/fuse.h"
+#include "model/op-conv.h"
 
 /* ---- buffers ------------------------------------------------------------- */
-
-/* Freed activation buffers kept for reuse within one run: fresh large
- * allocations come from mmap and fault every page in again, and a graph
- * allocates and frees tensors of a few recurring sizes. A buffer is reused
- * for a request between half its capacity and its capacity. The cache
- * holds at most CACHE_SLOTS buffers and, beyond CACHE_MIN_BYTES, no more
- * than half the bytes of live activations (oldest dropped first), so the
- * peak stays within 1.5x the live set's. */
-#define CACHE_SLOTS 16
-#define CACHE_MIN_BYTES ((size_t)8 << 20)
-
-struct bufcache {
-    void *p[CACHE_SLOTS];
-    size_t cap[CACHE_SLOTS];
-    int n;
-    size_t bytes; /* capacity held */
-};
 
 static void *cache_get(struct bufcache *c, size_t n)
 {
@@ -75,7 +62,7 @@ static void cache_release(struct bufcache *c)
 }
 
 /* A tensor with uninitialized owned data (from the cache when it fits). */
-static enum qp_status new_tensor(struct bufcache *c, const char *name,
+enum qp_status qp_run_new_tensor(struct bufcache *c, const char *name,
                                  const struct qp_tdesc *d, struct qp_tensor **out,
                                  struct qp_error *err)
 {
@@ -100,7 +87,7 @@ static enum qp_status new_tensor(struct bufcache *c, const char *name,
 
 /* Frees t, keeping its buffer in c when c is non-NULL (live: the bytes of
  * live activations). */
-static void free_tensor(struct bufcache *c, struct qp_tensor *t, size_t live)
+void qp_run_free_tensor(struct bufcache *c, struct qp_tensor *t, size_t live)
 {
     if (c && t && t->owns_data && t->data && !t->map) {
         cache_put(c, t->data, live);
@@ -131,7 +118,7 @@ void qp_scratch_release(struct qp_scratch *s)
     s->cap = 0;
 }
 
-static const char *value_name(const struct qp_graph *g, int v)
+const char *qp_run_value_name(const struct qp_graph *g, int v)
 {
     return v >= 0 ? g->values[v].name : "";
 }
@@ -153,7 +140,7 @@ static enum qp_status alloc_outputs(const struct qp_op_ctx *c,
             return qp_op_fail(err, c, QP_E_UNSUPPORTED, "output %d would be "
                               "%s, which the runtime does not handle", k,
                               qp_dtype_name(desc[k].dtype));
-        st = new_tensor(cache, value_name(c->g, n->out[k]), &desc[k], &out[k],
+        st = qp_run_new_tensor(cache, qp_run_value_name(c->g, n->out[k]), &desc[k], &out[k],
                         err);
         if (st)
             return qp_error_prefix(err, "%s", c->n->name);
@@ -204,19 +191,7 @@ enum qp_status qp_exec_node(const struct qp_graph *g, int node,
 
 /* ---- the run ----------------------------------------------------------- */
 
-struct run {
-    const struct qp_graph *g;
-    const struct qp_exec_opts *opts;
-    struct qp_tensor **live;   /* per value: tensor being computed with */
-    bool *owned;               /* live[v] is ours to free */
-    int *remaining;            /* consumers still to run */
-    size_t live_bytes, peak;
-    struct qp_scratch scratch;
-    struct bufcache cache;
-    struct qp_pool *pool;      /* threads shared by the nodes' loops */
-};
-
-static void track_peak(struct run *r)
+void qp_run_track_peak(struct run *r)
 {
     size_t now = r->live_bytes + r->scratch.cap + r->cache.bytes;
     if (now > r->peak)
@@ -227,7 +202,7 @@ static void drop(struct run *r, int v)
 {
     if (r->owned[v]) {
         r->live_bytes -= r->live[v]->nbytes;
-        free_tensor(&r->cache, r->live[v], r->live_bytes);
+        qp_run_free_tensor(&r->cache, r->live[v], r->live_bytes);
     }
     r->live[v] = NULL;
     r->owned[v] = false;
@@ -270,14 +245,14 @@ static enum qp_status check_input(const struct qp_graph *g, int v,
 
 /* Stores a new value: accounts, captures, and frees it at once when
  * nothing will read it. */
-static enum qp_status publish(struct run *r, int v, struct qp_tensor *t,
+enum qp_status qp_run_publish(struct run *r, int v, struct qp_tensor *t,
                               bool owned, struct qp_error *err)
 {
     r->live[v] = t;
     r->owned[v] = owned;
     if (owned) {
         r->live_bytes += t->nbytes;
-        track_peak(r);
+        qp_run_track_peak(r);
     }
     r->remaining[v] = r->g->values[v].n_consumers;
     enum qp_status st = capture(r, v, err);
@@ -303,15 +278,33 @@ static enum qp_status feed_inputs(struct run *r,
             if ((st = h->on_input(h->ctx, g, v, &u, err)))
                 return st;
             if (u != t) {
-                if ((st = publish(r, v, u, true, err)))
+                if ((st = qp_run_publish(r, v, u, true, err)))
                     return st;
                 continue;
             }
         }
-        if ((st = publish(r, v, t, false, err)))
+        if ((st = qp_run_publish(r, v, t, false, err)))
             return st;
     }
     return QP_OK;
+}
+
+/* Counts node's read of each of its inputs; frees those whose last
+ * consumer it was. */
+void qp_run_release_inputs(struct run *r, int node)
+{
+    const struct qp_graph *g = r->g;
+    const struct qp_node *n = &g->nodes[node];
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        if (v < 0 || g->values[v].konst || !r->live[v])
+            continue;
+        bool first = true;
+        for (int j = 0; j < k; j++)
+            first &= n->in[j] != v;
+        if (first && --r->remaining[v] == 0 && !g->values[v].is_output)
+            drop(r, v);
+    }
 }
 
 static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
@@ -341,7 +334,7 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
             r->live_bytes += out[k]->nbytes;
         if (!st) {
             st = n->def->run(&c, out, err);
-            track_peak(r); /* outputs, inputs and scratch all alive */
+            qp_run_track_peak(r); /* outputs, inputs and scratch all alive */
         }
         for (int k = 0; k < n->n_out; k++)
             if (out[k])
@@ -349,14 +342,14 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
     }
     for (int k = 0; !st && k < n->n_out; k++)
         if (n->out[k] < 0) {
-            free_tensor(&r->cache, out[k], r->live_bytes);
+            qp_run_free_tensor(&r->cache, out[k], r->live_bytes);
             out[k] = NULL;
         }
     if (!st && h && h->after_node)
         st = h->after_node(h->ctx, &c, out, err);
     for (int k = 0; k < n->n_out; k++) {
         if (st || n->out[k] < 0) {
-            free_tensor(&r->cache, out[k], r->live_bytes);
+            qp_run_free_tensor(&r->cache, out[k], r->live_bytes);
             continue;
         }
         if (!out[k]) {
@@ -364,22 +357,59 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
                             k);
             continue;
         }
-        st = publish(r, n->out[k], out[k], true, err);
+        st = qp_run_publish(r, n->out[k], out[k], true, err);
     }
     if (st)
         return st;
-    /* inputs whose last consumer this was */
-    for (int k = 0; k < n->n_in; k++) {
-        int v = n->in[k];
-        if (v < 0 || g->values[v].konst || !r->live[v])
-            continue;
-        bool first = true;
-        for (int j = 0; j < k; j++)
-            first &= n->in[j] != v;
-        if (first && --r->remaining[v] == 0 && !g->values[v].is_output)
-            drop(r, v);
-    }
+    qp_run_release_inputs(r, node);
     return QP_OK;
+}
+
+/* ---- accounting --------------------------------------------------------- */
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+void qp_run_account(struct run *r, const int *nodes, int n, double t0)
+{
+    const struct qp_exec_tune *t = r->tune;
+    if (t && t->node_seconds)
+        t->node_seconds[nodes[0]] += now_seconds() - t0;
+    for (int k = 0; t && t->node_pass && k < n; k++)
+        t->node_pass[nodes[k]] = nodes[0];
+    r->ran += (size_t)n;
+    const struct qp_progress *p = r->opts ? r->opts->progress : NULL;
+    qp_progress_report(p, "run", r->ran, (uint64_t)r->g->n_nodes);
+}
+
+double qp_run_clock(const struct run *r)
+{
+    return r->tune && r->tune->node_seconds ? now_seconds() : 0;
+}
+
+enum qp_status qp_run_timed(struct run *r, int node, struct qp_error *err)
+{
+    double t0 = qp_run_clock(r);
+    enum qp_status st = run_one(r, node, err);
+    qp_run_account(r, &node, 1, t0);
+    return st;
+}
+
+const struct qp_tensor *qp_run_value(void *ctx, int v)
+{
+    const struct run *r = ctx;
+    return r->g->values[v].konst ? r->g->values[v].konst : r->live[v];
+}
+
+bool qp_run_captured(const struct run *r, int v)
+{
+    const struct qp_exec_opts *o = r->opts;
+    return o && o->capture && o->on_capture &&
+           fnmatch(o->capture, r->g->values[v].name, 0) == 0;
 }
 
 static enum qp_status collect_outputs(struct run *r, struct qp_tensor **outputs,
@@ -415,13 +445,27 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
                            struct qp_tensor **outputs,
                            struct qp_exec_stats *stats, struct qp_error *err)
 {
+    return qp_exec_run_tuned(g, inputs, n_inputs, opts, NULL, outputs, stats,
+                             err);
+}
+
+enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
+                                 const struct qp_tensor *const *inputs,
+                                 int n_inputs, const struct qp_exec_opts *opts,
+                                 const struct qp_exec_tune *tune,
+                                 struct qp_tensor **outputs,
+                                 struct qp_exec_stats *stats,
+                                 struct qp_error *err)
+{
     if (!g->finalized)
         return qp_fail(err, QP_E_INVAL, "graph '%s' is not finalized", g->name);
     if (n_inputs != g->n_inputs)
         return qp_fail(err, QP_E_INVAL, "graph '%s' has %d inputs, %d given",
                        g->name, g->n_inputs, n_inputs);
     struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}, {{0}, {0}, 0, 0},
-                    qp_pool_new(0)};
+                    qp_pool_new(0), tune, 0};
+    /* the modes' hooks see every node */
+    bool fuse = !(tune && tune->no_fusion) && !(opts && opts->hooks);
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
     r.live = calloc(nv, sizeof *r.live);
     r.owned = calloc(nv, sizeof *r.owned);
@@ -433,12 +477,18 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
         st = qp_fail(err, QP_E_NOMEM, "graph '%s': out of memory", g->name);
     if (!st)
         st = feed_inputs(&r, inputs, err);
-    size_t ran = 0;
-    const struct qp_progress *p = opts ? opts->progress : NULL;
-    for (int i = 0; !st && i < g->n_nodes; i++) {
-        st = run_one(&r, g->order[i], err);
-        ran++;
-        qp_progress_report(p, "run", ran, (uint64_t)g->n_nodes);
+    for (int i = 0; !st && i < g->n_nodes;) {
+        int done = 0, len;
+        if (fuse && i + 1 < g->n_nodes && qp_op_is_conv(&g->nodes[g->order[i]]) &&
+            (len = qp_run_candidates(g, i + 1)) > 0)
+            st = qp_run_conv_fused(&r, i, len, &done, err);
+        if (!st && !done) {
+            len = fuse ? qp_run_candidates(g, i) : 0;
+            done = 1;
+            st = len > 1 ? qp_run_fused(&r, i, len, &done, err)
+                         : qp_run_timed(&r, g->order[i], err);
+        }
+        i += done;
     }
     if (!st)
         st = collect_outputs(&r, outputs, err);
@@ -452,7 +502,7 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
             drop(&r, v);
     if (stats) {
         stats->peak_bytes = r.peak;
-        stats->nodes_run = ran;
+        stats->nodes_run = r.ran;
     }
     qp_scratch_release(&r.scratch);
     cache_release(&r.cache);

@@ -70,6 +70,32 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
                            struct qp_tensor **outputs,
                            struct qp_exec_stats *stats, struct qp_error *err);
 
+/* Run-time choices beyond qp_exec_opts, for tests and benchmarks. */
+struct qp_exec_tune {
+    /* run every node alone: no fused elementwise passes (model/fuse.h),
+     * whose results are bit-identical to this */
+    bool no_fusion;
+    /* NULL, or g->n_nodes entries to which each node's wall time is
+     * added; a fused pass's time goes to its first node */
+    double *node_seconds;
+    /* NULL, or g->n_nodes entries receiving, for each node run, the
+     * first node of the pass that ran it (itself when it ran alone) */
+    int *node_pass;
+};
+
+/* qp_exec_run with tune (NULL: the defaults, as qp_exec_run). Fusion is
+ * on by default and off whenever opts has hooks (the modes see every
+ * node). A fused pass never materializes values that only its own nodes
+ * read, unless they are captured: captured values, graph outputs and
+ * values read elsewhere are all still produced, with the same bits. */
+enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
+                                 const struct qp_tensor *const *inputs,
+                                 int n_inputs, const struct qp_exec_opts *opts,
+                                 const struct qp_exec_tune *tune,
+                                 struct qp_tensor **outputs,
+                                 struct qp_exec_stats *stats,
+                                 struct qp_error *err);
+
 /* One node on given inputs (in[k] for n->in[k]; NULL when absent):
  * infers, allocates and runs. out[k] receives new tensors named after the
  * output values (NULL for absent outputs). scratch and pool may be NULL

@@ -1,72 +1,30 @@
 /* model/op-binary.c: elementwise Add, Sub, Mul, Div, Pow, Max, Min and
  * the comparisons, with numpy broadcasting.
  *
- * f32 has vectorizable loops; every other dtype goes through int64
- * (integers: add/sub/mul wrap, division truncates toward zero and x/0
- * gives 0) or double (floats: exact for the four operations, whose
- * double result rounds to the same float). Pow's output has the base's
+ * f32 runs the loops of kernels/eltwise-f32.h; every other dtype goes
+ * through int64 (integers: add/sub/mul wrap, division truncates toward
+ * zero and x/0 gives 0) or double (floats: exact for the four
+ * operations, whose double result rounds to the same float). Pow's output has the base's
  * dtype, as ONNX says; integer ** integer is exact. */
 #include <math.h>
 #include <string.h>
 
+#include "kernels/eltwise-f32.h"
 #include "model/op.h"
 
 enum bop { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_EQ, B_LT, B_GT,
            B_LE, B_GE };
 
-/* ---- f32 loops --------------------------------------------------------- */
-
-#define F32_LOOP(name, expr)                                                   \
-    static void name(const float *a, int64_t sa, const float *b, int64_t sb,   \
-                     float *o, size_t n)                                       \
-    {                                                                          \
-        if (sa && sb)                                                          \
-            for (size_t i = 0; i < n; i++) {                                   \
-                float x = a[i], y = b[i];                                      \
-                o[i] = (expr);                                                 \
-            }                                                                  \
-        else if (sa) {                                                         \
-            float y = b[0];                                                    \
-            for (size_t i = 0; i < n; i++) {                                   \
-                float x = a[i];                                                \
-                o[i] = (expr);                                                 \
-            }                                                                  \
-        } else if (sb) {                                                       \
-            float x = a[0];                                                    \
-            for (size_t i = 0; i < n; i++) {                                   \
-                float y = b[i];                                                \
-                o[i] = (expr);                                                 \
-            }                                                                  \
-        } else {                                                               \
-            float x = a[0], y = b[0], v = (expr);                              \
-            for (size_t i = 0; i < n; i++)                                     \
-                o[i] = v;                                                      \
-        }                                                                      \
-    }
-
-F32_LOOP(f32_add, x + y)
-F32_LOOP(f32_sub, x - y)
-F32_LOOP(f32_mul, x * y)
-F32_LOOP(f32_div, x / y)
-F32_LOOP(f32_pow, powf(x, y))
-F32_LOOP(f32_max, isnan(x) || x > y ? x : y)
-F32_LOOP(f32_min, isnan(x) || x < y ? x : y)
-
-typedef void (*f32_fn)(const float *, int64_t, const float *, int64_t, float *,
-                       size_t);
-
-static f32_fn f32_kernel(enum bop op)
+/* The f32 kernel's function for op, or false for the comparisons. */
+static bool ew_op(enum bop op, enum qp_ew_binary *out)
 {
-    switch (op) {
-    case B_ADD: return f32_add;
-    case B_SUB: return f32_sub;
-    case B_MUL: return f32_mul;
-    case B_DIV: return f32_div;
-    case B_POW: return f32_pow;
-    case B_MAX: return f32_max;
-    case B_MIN: return f32_min;
-    default: return NULL;
-    }
+    static const enum qp_ew_binary map[] = {QP_EW_ADD, QP_EW_SUB, QP_EW_MUL,
+                                            QP_EW_DIV, QP_EW_POW, QP_EW_MAX,
+                                            QP_EW_MIN};
+    if ((size_t)op >= sizeof map / sizeof map[0])
+        return false;
+    *out = map[op];
+    return true;
 }
 
 /* ---- generic element ops ----------------------------------------------- */
@@ -164,7 +122,8 @@ static void brange(void *ctx, size_t begin, size_t end)
     const struct qp_bcast *bc = &j->bc;
     bool f32 = j->a->dtype == QP_DTYPE_F32 && j->b->dtype == QP_DTYPE_F32 &&
                j->o->dtype == QP_DTYPE_F32;
-    f32_fn k = f32 ? f32_kernel(j->op) : NULL;
+    enum qp_ew_binary ew;
+    const struct qp_ew_f32 *k = f32 && ew_op(j->op, &ew) ? qp_ew_f32() : NULL;
     int64_t sa = bc->stride[0][bc->nd - 1], sb = bc->stride[1][bc->nd - 1];
     size_t pos = begin;
     while (pos < end) {
@@ -174,8 +133,9 @@ static void brange(void *ctx, size_t begin, size_t end)
         qp_bcast_row(bc, row, off);
         int64_t ia = off[0] + (int64_t)col * sa, ib = off[1] + (int64_t)col * sb;
         if (k)
-            k((const float *)j->a->data + ia, sa, (const float *)j->b->data + ib,
-              sb, (float *)j->o->data + pos, n);
+            k->binary(ew, (const float *)j->a->data + ia, sa != 0,
+                      (const float *)j->b->data + ib, sb != 0,
+                      (float *)j->o->data + pos, n);
         else
             for (size_t i = 0; i < n; i++)
                 generic_elem(j, ia + (int64_t)i * sa, ib + (int64_t)i * sb,
@@ -236,7 +196,7 @@ static enum qp_status binary_run(const struct qp_op_ctx *c,
         struct bjob j = {op_of(c->n), {0}, acc, rhs, out[0]};
         const struct qp_tensor *ops[2] = {acc, rhs};
         qp_bcast_init(&j.bc, &od, ops, 2);
-        qp_op_parallel_for(c, j.bc.total, 1 << 15, brange, &j);
+        qp_op_parallel_for(c, j.bc.total, QP_OP_PAR_MIN, brange, &j);
         acc = out[0]; /* variadic: fold the rest into the output */
     }
     return QP_OK;
@@ -260,7 +220,7 @@ static enum qp_status sum_run(const struct qp_op_ctx *c,
         struct bjob j = {B_ADD, {0}, acc, c->in[i], out[0]};
         const struct qp_tensor *ops[2] = {acc, c->in[i]};
         qp_bcast_init(&j.bc, &od, ops, 2);
-        qp_op_parallel_for(c, j.bc.total, 1 << 15, brange, &j);
+        qp_op_parallel_for(c, j.bc.total, QP_OP_PAR_MIN, brange, &j);
         acc = out[0];
     }
     if (!strcmp(c->n->op_type, "Mean")) {
@@ -273,6 +233,19 @@ static enum qp_status sum_run(const struct qp_op_ctx *c,
                                 c->n_in);
     }
     return QP_OK;
+}
+
+bool qp_op_binary_ew(const struct qp_op_ctx *c, struct qp_ew_step *s)
+{
+    const struct qp_op_def *d = c->n->def;
+    enum qp_ew_binary ew;
+    if (!d || d->run != binary_run || c->n->n_in != 2 || !ew_op(op_of(c->n), &ew))
+        return false;
+    if (c->in && (!c->in[0] || !c->in[1] || c->in[0]->dtype != QP_DTYPE_F32 ||
+                  c->in[1]->dtype != QP_DTYPE_F32))
+        return false;
+    *s = (struct qp_ew_step){true, QP_EW_RELU, 0.0f, 0.0f, ew};
+    return true;
 }
 
 #define BINARY(name) {"", name, 2, 2, 1, 1, 0, false, false, NULL, NULL,      \

@@ -246,9 +246,10 @@ static enum qp_status conv_infer(const struct qp_op_ctx *c,
     return st;
 }
 
-static enum qp_status conv_run(const struct qp_op_ctx *c,
-                               struct qp_tensor *const *out,
-                               struct qp_error *err)
+static enum qp_status conv_run_into(const struct qp_op_ctx *c,
+                                     struct qp_tensor *y,
+                                     const struct qp_conv_epilogue *epi,
+                                     struct qp_error *err)
 {
     struct qp_conv_nd g;
     enum qp_status st = any_geom(c, &g, err);
@@ -262,11 +263,32 @@ static enum qp_status conv_run(const struct qp_op_ctx *c,
         return qp_op_fail(err, c, QP_E_NOMEM, "cannot allocate %zu bytes of "
                           "scratch", need * sizeof(float));
     const struct qp_tensor *b = qp_op_in(c, 2);
-    (t ? qp_conv_transpose_f32 : qp_conv_f32)(c->pool, &g, c->in[0]->data,
-                                              c->in[1]->data,
-                                              b ? b->data : NULL,
-                                              out[0]->data, scratch);
+    if (t)
+        qp_conv_transpose_f32(c->pool, &g, c->in[0]->data, c->in[1]->data,
+                              b ? b->data : NULL, y->data, scratch, epi);
+    else
+        qp_conv_f32(c->pool, &g, c->in[0]->data, c->in[1]->data,
+                    b ? b->data : NULL, y->data, scratch, epi);
     return QP_OK;
+}
+
+static enum qp_status conv_run(const struct qp_op_ctx *c,
+                               struct qp_tensor *const *out,
+                               struct qp_error *err)
+{
+    return conv_run_into(c, out[0], NULL, err);
+}
+
+bool qp_op_is_conv(const struct qp_node *n)
+{
+    return n->def && n->def->run == conv_run;
+}
+
+enum qp_status qp_op_conv_run(const struct qp_op_ctx *c, struct qp_tensor *y,
+                              const struct qp_conv_epilogue *epi,
+                              struct qp_error *err)
+{
+    return conv_run_into(c, y, epi, err);
 }
 
 const struct qp_op_def qp_ops_conv[] = {

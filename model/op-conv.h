@@ -18,6 +18,16 @@ enum qp_status qp_window_geom(const struct qp_op_ctx *c, const int64_t *in,
                               enum qp_window_kind kind,
                               struct qp_conv_nd *g, struct qp_error *err);
 
+/* True when node n is an ONNX Conv or ConvTranspose. */
+bool qp_op_is_conv(const struct qp_node *n);
+
+/* Runs Conv or ConvTranspose node c (f32; its inputs in c->in) into y,
+ * allocated with the shape its infer gives, handing every finished range
+ * of y to epi (NULL: none) as kernels/conv-f32.h describes. */
+enum qp_status qp_op_conv_run(const struct qp_op_ctx *c, struct qp_tensor *y,
+                              const struct qp_conv_epilogue *epi,
+                              struct qp_error *err);
+
 /* The 1-D or 2-D geometry nd as kernels/conv-s8.h's (1-D: height 1). */
 void qp_conv_nd_to_s8(const struct qp_conv_nd *nd, struct qp_conv_geom *g);
 

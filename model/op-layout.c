@@ -151,6 +151,30 @@ static enum qp_status concat_infer(const struct qp_op_ctx *c,
     return QP_OK;
 }
 
+struct concat_job {
+    const struct qp_op_ctx *c;
+    char *out;
+    size_t outer;
+    int axis;
+    size_t inner, row; /* bytes: of one index along axis, of one outer index */
+};
+
+/* Pieces [b, e): piece p is input p % n_in's block of outer index p /
+ * n_in. */
+static void concat_pieces(void *ctx, size_t b, size_t e)
+{
+    const struct concat_job *j = ctx;
+    size_t n = (size_t)j->c->n_in;
+    for (size_t p = b; p < e; p++) {
+        size_t o = p / n, i = p % n, at = 0;
+        for (size_t k = 0; k < i; k++)
+            at += (size_t)j->c->in[k]->shape[j->axis] * j->inner;
+        size_t len = (size_t)j->c->in[i]->shape[j->axis] * j->inner;
+        memcpy(j->out + o * j->row + at, (const char *)j->c->in[i]->data + o * len,
+               len);
+    }
+}
+
 static enum qp_status concat_run(const struct qp_op_ctx *c,
                                  struct qp_tensor *const *out,
                                  struct qp_error *err)
@@ -163,14 +187,14 @@ static enum qp_status concat_run(const struct qp_op_ctx *c,
     size_t es = qp_elem_size(out[0]->dtype);
     size_t outer = prod(out[0]->shape, 0, axis);
     size_t inner = prod(out[0]->shape, axis + 1, out[0]->ndim) * es;
-    size_t row = (size_t)out[0]->shape[axis] * inner, at = 0;
-    for (int i = 0; i < c->n_in; i++) {
-        size_t len = (size_t)c->in[i]->shape[axis] * inner;
-        for (size_t o = 0; o < outer; o++)
-            memcpy((char *)out[0]->data + o * row + at,
-                   (const char *)c->in[i]->data + o * len, len);
-        at += len;
-    }
+    struct concat_job j = {c, out[0]->data, outer, axis, inner,
+                           (size_t)out[0]->shape[axis] * inner};
+    /* a piece: an input's block of one outer index (its elements, on
+     * average) */
+    size_t pieces = outer * (size_t)c->n_in;
+    qp_op_parallel_items(c, pieces, qp_op_par_items(qp_tensor_numel(out[0]) /
+                                                    (pieces ? pieces : 1)),
+                         concat_pieces, &j);
     return QP_OK;
 }
 

@@ -81,7 +81,8 @@ static enum qp_status softmax_run(const struct qp_op_ctx *c,
         else
             s.inner *= v;
     }
-    qp_op_parallel_for(c, s.outer * s.inner, 256, smax_range, &s);
+    qp_op_parallel_items(c, s.outer * s.inner, qp_op_par_items(s.len),
+                         smax_range, &s);
     return QP_OK;
 }
 
@@ -188,21 +189,27 @@ static enum qp_status bn_infer(const struct qp_op_ctx *c, struct qp_tdesc *out,
     return QP_OK;
 }
 
-static enum qp_status bn_run(const struct qp_op_ctx *c,
-                             struct qp_tensor *const *out, struct qp_error *err)
+struct bn_job {
+    const struct qp_op_ctx *c;
+    struct qp_tensor *const *out;
+    size_t n, ch, area;
+};
+
+/* Channels [kb, ke): statistics (training mode) and y = x a + b0. */
+static void bn_channels(void *ctx, size_t kb, size_t ke)
 {
-    (void)err;
-    const struct qp_tensor *x = c->in[0];
+    const struct bn_job *j = ctx;
+    const struct qp_op_ctx *c = j->c;
+    struct qp_tensor *const *out = j->out;
     const float *scale = c->in[1]->data, *bias = c->in[2]->data;
     const float *mean = c->in[3]->data, *var = c->in[4]->data;
     double eps = qp_attr_float(c->n, "epsilon", 1e-5f);
     float mom = qp_attr_float(c->n, "momentum", 0.9f);
     bool train = qp_attr_int(c->n, "training_mode", 0) != 0;
-    size_t n = (size_t)x->shape[0], ch = (size_t)x->shape[1];
-    size_t area = n && ch ? qp_tensor_numel(x) / (n * ch) : 0;
-    const float *xs = x->data;
+    size_t n = j->n, ch = j->ch, area = j->area;
+    const float *xs = c->in[0]->data;
     float *ys = out[0]->data;
-    for (size_t k = 0; k < ch; k++) {
+    for (size_t k = kb; k < ke; k++) {
         double m = mean[k], v = var[k];
         if (!train) /* running statistics pass through */
             for (int o = 1; o < c->n->n_out && o < 3; o++)
@@ -235,6 +242,17 @@ static enum qp_status bn_run(const struct qp_op_ctx *c,
                 yp[i] = xp[i] * a + b0;
         }
     }
+}
+
+static enum qp_status bn_run(const struct qp_op_ctx *c,
+                             struct qp_tensor *const *out, struct qp_error *err)
+{
+    (void)err;
+    const struct qp_tensor *x = c->in[0];
+    size_t n = (size_t)x->shape[0], ch = (size_t)x->shape[1];
+    struct bn_job j = {c, out, n, ch, n && ch ? qp_tensor_numel(x) / (n * ch) : 0};
+    /* each channel is computed the same way on any thread */
+    qp_op_parallel_items(c, ch, qp_op_par_items(n * j.area), bn_channels, &j);
     return QP_OK;
 }
 

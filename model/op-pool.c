@@ -123,6 +123,42 @@ static enum qp_status global_infer(const struct qp_op_ctx *c,
     return QP_OK;
 }
 
+struct global_job {
+    const float *x;
+    float *y;
+    size_t area;
+    bool max;
+};
+
+/* Max, or mean summed in double (eight running sums, so the loop
+ * vectorizes; a reassociation of the exact-order sum), of planes
+ * [b, e). */
+static void global_planes(void *ctx, size_t b, size_t e)
+{
+    const struct global_job *j = ctx;
+    size_t area = j->area;
+    for (size_t p = b; p < e; p++) {
+        const float *v = j->x + p * area;
+        if (j->max) {
+            float m = -INFINITY;
+            for (size_t i = 0; i < area; i++)
+                m = v[i] > m ? v[i] : m;
+            j->y[p] = m;
+            continue;
+        }
+        double s8[8] = {0}, s = 0.0;
+        size_t i = 0;
+        for (; i + 8 <= area; i += 8)
+            for (int k = 0; k < 8; k++)
+                s8[k] += v[i + k];
+        for (; i < area; i++)
+            s += v[i];
+        for (int k = 0; k < 8; k++)
+            s += s8[k];
+        j->y[p] = area ? (float)(s / (double)area) : 0.0f;
+    }
+}
+
 static enum qp_status global_run(const struct qp_op_ctx *c,
                                  struct qp_tensor *const *out,
                                  struct qp_error *err)
@@ -131,23 +167,8 @@ static enum qp_status global_run(const struct qp_op_ctx *c,
     const struct qp_tensor *x = c->in[0];
     size_t planes = (size_t)(x->shape[0] * x->shape[1]);
     size_t area = planes ? qp_tensor_numel(x) / planes : 0;
-    const float *xs = x->data;
-    float *ys = out[0]->data;
-    bool mx = is_max(c->n);
-    for (size_t p = 0; p < planes; p++) {
-        const float *v = xs + p * area;
-        if (mx) {
-            float m = -INFINITY;
-            for (size_t i = 0; i < area; i++)
-                m = v[i] > m ? v[i] : m;
-            ys[p] = m;
-        } else {
-            double s = 0.0;
-            for (size_t i = 0; i < area; i++)
-                s += v[i];
-            ys[p] = area ? (float)(s / (double)area) : 0.0f;
-        }
-    }
+    struct global_job j = {x->data, out[0]->data, area, is_max(c->n)};
+    qp_op_parallel_items(c, planes, qp_op_par_items(area), global_planes, &j);
     return QP_OK;
 }
 

@@ -8,6 +8,7 @@
  * asymmetric coordinates, and nearest picks floor when upsampling and
  * ceil when downsampling. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "model/op.h"
@@ -320,6 +321,80 @@ static void resize_axis(const struct tap *t, int64_t n_out, int64_t n_in,
         }
 }
 
+/* Nearest without extrapolation is a gather: every output row (the last
+ * axis) copies source elements through the last axis's index table, or,
+ * when it reads the same source row as the row before it (upsampling),
+ * copies that row. Rows are shared over the pool. */
+struct nearest_job {
+    const struct rplan *p;
+    int64_t *idx[QP_MAX_DIMS]; /* per axis: source index of each output */
+    const float *src;
+    float *dst;
+    size_t rows;
+};
+
+/* Offset of the source row of output row r. */
+static size_t nearest_src_row(const struct nearest_job *j, size_t r)
+{
+    const struct rplan *p = j->p;
+    size_t off = 0, stride = (size_t)p->in[p->nd - 1];
+    for (int d = p->nd - 2; d >= 0; d--) {
+        size_t x = r % (size_t)p->out[d];
+        r /= (size_t)p->out[d];
+        off += (size_t)j->idx[d][x] * stride;
+        stride *= (size_t)p->in[d];
+    }
+    return off;
+}
+
+static void nearest_rows(void *ctx, size_t b, size_t e)
+{
+    const struct nearest_job *j = ctx;
+    size_t w = (size_t)j->p->out[j->p->nd - 1], prev = SIZE_MAX;
+    const int64_t *iw = j->idx[j->p->nd - 1];
+    for (size_t r = b; r < e; r++) {
+        size_t s = nearest_src_row(j, r);
+        float *d = j->dst + r * w;
+        if (s == prev) {
+            memcpy(d, d - w, w * sizeof *d);
+            continue;
+        }
+        const float *sr = j->src + s;
+        for (size_t x = 0; x < w; x++)
+            d[x] = sr[iw[x]];
+        prev = s;
+    }
+}
+
+static enum qp_status nearest_run(const struct qp_op_ctx *c,
+                                  const struct rplan *p, struct qp_tensor *out,
+                                  struct qp_error *err)
+{
+    size_t most = 1, total = 0;
+    for (int d = 0; d < p->nd; d++) {
+        most = (size_t)p->out[d] > most ? (size_t)p->out[d] : most;
+        total += (size_t)p->out[d];
+    }
+    size_t bytes = most * sizeof(struct tap) + total * sizeof(int64_t);
+    char *mem = qp_op_scratch(c, bytes);
+    if (!mem)
+        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    struct tap *t = (struct tap *)(void *)mem;
+    int64_t *tab = (int64_t *)(void *)(mem + most * sizeof(struct tap));
+    struct nearest_job j = {p, {NULL}, c->in[0]->data, out->data, 0};
+    for (int d = 0; d < p->nd; d++) {
+        axis_taps(p, d, t);
+        j.idx[d] = tab;
+        for (int64_t x = 0; x < p->out[d]; x++)
+            tab[x] = t[x].idx[0];
+        tab += p->out[d];
+    }
+    size_t w = p->nd ? (size_t)p->out[p->nd - 1] : 1;
+    j.rows = w ? qp_tensor_numel(out) / w : 0;
+    qp_op_parallel_items(c, j.rows, qp_op_par_items(w), nearest_rows, &j);
+    return QP_OK;
+}
+
 static enum qp_status resize_run(const struct qp_op_ctx *c,
                                  struct qp_tensor *const *out,
                                  struct qp_error *err)
@@ -328,6 +403,8 @@ static enum qp_status resize_run(const struct qp_op_ctx *c,
     enum qp_status st = resize_plan(c, &p, err);
     if (st)
         return st;
+    if (p.mode == R_NEAREST && p.nd > 0 && strcmp(p.ctm, "tf_crop_and_resize"))
+        return nearest_run(c, &p, out[0], err);
     /* two ping-pong buffers big enough for every intermediate shape, and
      * the largest tap table */
     size_t biggest = 1, cur = qp_tensor_numel(c->in[0]), taps = 1;

@@ -8,122 +8,33 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/eltwise-f32.h"
 #include "model/op.h"
-
-enum uop { U_RELU, U_LEAKY, U_SIGMOID, U_HSIGMOID, U_HSWISH, U_TANH, U_ERF,
-           U_GELU, U_GELU_TANH, U_ELU, U_SQRT, U_EXP, U_LOG, U_NEG, U_ABS,
-           U_RECIP, U_FLOOR, U_CEIL, U_COUNT };
 
 static const char *const uop_names[] = {
     "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Erf",
     "Gelu", "Gelu", "Elu", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal",
-    "Floor", "Ceil"};
-_Static_assert(sizeof uop_names / sizeof uop_names[0] == U_COUNT, "uop names");
+    "Floor", "Ceil", "Clip"};
+_Static_assert(sizeof uop_names / sizeof uop_names[0] == QP_EW_UNARY_COUNT,
+               "uop names");
 
 struct ujob {
-    enum uop op;
+    enum qp_ew_unary op;
     float alpha, beta;
     const struct qp_tensor *x;
     struct qp_tensor *y;
 };
 
-static enum uop uop_of(const struct qp_node *n)
+static enum qp_ew_unary uop_of(const struct qp_node *n)
 {
-    for (int i = 0; i < U_COUNT; i++)
+    for (int i = 0; i < QP_EW_CLIP; i++)
         if (!strcmp(uop_names[i], n->op_type)) {
-            if (i == U_GELU && !strcmp(qp_attr_str(n, "approximate", "none"),
-                                       "tanh"))
-                return U_GELU_TANH;
-            return (enum uop)i;
+            if (i == QP_EW_GELU &&
+                !strcmp(qp_attr_str(n, "approximate", "none"), "tanh"))
+                return QP_EW_GELU_TANH;
+            return (enum qp_ew_unary)i;
         }
-    return U_RELU;
-}
-
-/* Each function once, in double, for the generic path and the f32 loop's
- * reference semantics. */
-static double apply_d(const struct ujob *j, double x)
-{
-    switch (j->op) {
-    case U_RELU: return x > 0 ? x : 0;
-    case U_LEAKY: return x >= 0 ? x : j->alpha * x;
-    case U_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case U_HSIGMOID: return fmax(0.0, fmin(1.0, j->alpha * x + j->beta));
-    case U_HSWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
-    case U_TANH: return tanh(x);
-    case U_ERF: return erf(x);
-    case U_GELU: return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
-    case U_GELU_TANH:
-        return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case U_ELU: return x >= 0 ? x : j->alpha * (exp(x) - 1.0);
-    case U_SQRT: return sqrt(x);
-    case U_EXP: return exp(x);
-    case U_LOG: return log(x);
-    case U_NEG: return -x;
-    case U_ABS: return fabs(x);
-    case U_RECIP: return 1.0 / x;
-    case U_FLOOR: return floor(x);
-    case U_CEIL: return ceil(x);
-    case U_COUNT: break;
-    }
-    return x;
-}
-
-/* Comparisons rather than fminf/fmaxf, so loops vectorize; NaN passes
- * through (as numpy's clip). */
-static inline float clampf(float v, float lo, float hi)
-{
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-static void f32_range(const struct ujob *j, const float *x, float *y, size_t n)
-{
-    float a = j->alpha, b = j->beta;
-    switch (j->op) {
-    case U_RELU:
-        for (size_t i = 0; i < n; i++)
-            y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-        break;
-    case U_LEAKY:
-        for (size_t i = 0; i < n; i++)
-            y[i] = x[i] >= 0.0f ? x[i] : a * x[i];
-        break;
-    case U_SIGMOID:
-        for (size_t i = 0; i < n; i++)
-            y[i] = 1.0f / (1.0f + expf(-x[i]));
-        break;
-    case U_HSIGMOID:
-        for (size_t i = 0; i < n; i++)
-            y[i] = clampf(a * x[i] + b, 0.0f, 1.0f);
-        break;
-    case U_HSWISH:
-        for (size_t i = 0; i < n; i++)
-            y[i] = x[i] * clampf(x[i] * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
-        break;
-    case U_TANH:
-        for (size_t i = 0; i < n; i++)
-            y[i] = tanhf(x[i]);
-        break;
-    case U_ERF:
-        for (size_t i = 0; i < n; i++)
-            y[i] = erff(x[i]);
-        break;
-    case U_SQRT:
-        for (size_t i = 0; i < n; i++)
-            y[i] = sqrtf(x[i]);
-        break;
-    case U_EXP:
-        for (size_t i = 0; i < n; i++)
-            y[i] = expf(x[i]);
-        break;
-    case U_NEG:
-        for (size_t i = 0; i < n; i++)
-            y[i] = -x[i];
-        break;
-    default:
-        for (size_t i = 0; i < n; i++)
-            y[i] = (float)apply_d(j, x[i]);
-        break;
-    }
+    return QP_EW_RELU;
 }
 
 static void urange(void *ctx, size_t b, size_t e)
@@ -131,23 +42,36 @@ static void urange(void *ctx, size_t b, size_t e)
     const struct ujob *j = ctx;
     enum qp_dtype dt = j->x->dtype;
     if (dt == QP_DTYPE_F32) {
-        f32_range(j, (const float *)j->x->data + b, (float *)j->y->data + b,
-                  e - b);
+        qp_ew_f32()->unary(j->op, j->alpha, j->beta,
+                           (const float *)j->x->data + b,
+                           (float *)j->y->data + b, e - b);
         return;
     }
     if (qp_dtype_traits(dt)->is_float) {
         for (size_t i = b; i < e; i++)
             qp_elem_set_f64(dt, j->y->data, i,
-                            apply_d(j, qp_elem_get_f64(dt, j->x->data, i)));
+                            qp_ew_unary_f64(j->op, j->alpha, j->beta,
+                                            qp_elem_get_f64(dt, j->x->data, i)));
         return;
     }
     for (size_t i = b; i < e; i++) { /* integers: Relu, Neg, Abs */
         int64_t v = qp_elem_get_i64(dt, j->x->data, i);
-        int64_t r = j->op == U_RELU ? (v > 0 ? v : 0)
-                  : j->op == U_NEG  ? (int64_t)(0 - (uint64_t)v)
+        int64_t r = j->op == QP_EW_RELU ? (v > 0 ? v : 0)
+                  : j->op == QP_EW_NEG  ? (int64_t)(0 - (uint64_t)v)
                                     : (v < 0 ? (int64_t)(0 - (uint64_t)v) : v);
         qp_elem_set_i64(dt, j->y->data, i, r);
     }
+}
+
+/* The function and parameters of a unary node (not Clip). */
+static void unary_step(const struct qp_node *n, struct qp_ew_step *s)
+{
+    enum qp_ew_unary op = uop_of(n);
+    float alpha = op == QP_EW_LEAKY      ? 0.01f
+                : op == QP_EW_HSIGMOID ? 0.2f
+                                       : 1.0f;
+    *s = (struct qp_ew_step){false, op, qp_attr_float(n, "alpha", alpha),
+                             qp_attr_float(n, "beta", 0.5f), QP_EW_ADD};
 }
 
 static enum qp_status same_infer(const struct qp_op_ctx *c,
@@ -161,9 +85,9 @@ static enum qp_status same_infer(const struct qp_op_ctx *c,
 static enum qp_status unary_infer(const struct qp_op_ctx *c,
                                   struct qp_tdesc *out, struct qp_error *err)
 {
-    enum uop op = uop_of(c->n);
+    enum qp_ew_unary op = uop_of(c->n);
     enum qp_dtype dt = c->in[0]->dtype;
-    bool int_ok = op == U_RELU || op == U_NEG || op == U_ABS;
+    bool int_ok = op == QP_EW_RELU || op == QP_EW_NEG || op == QP_EW_ABS;
     if (!qp_dtype_traits(dt)->is_float && !(int_ok && qp_dtype_is_int(dt)))
         return qp_op_fail(err, c, QP_E_UNSUPPORTED, "input is %s; a float "
                           "tensor is needed", qp_dtype_name(dt));
@@ -175,16 +99,36 @@ static enum qp_status unary_run(const struct qp_op_ctx *c,
                                 struct qp_error *err)
 {
     (void)err;
-    const struct qp_node *n = c->n;
-    enum uop op = uop_of(n);
-    float alpha = op == U_LEAKY ? 0.01f : op == U_HSIGMOID ? 0.2f : 1.0f;
-    struct ujob j = {op, qp_attr_float(n, "alpha", alpha),
-                     qp_attr_float(n, "beta", 0.5f), c->in[0], out[0]};
-    qp_op_parallel_for(c, qp_tensor_numel(c->in[0]), 1 << 14, urange, &j);
+    struct qp_ew_step s;
+    unary_step(c->n, &s);
+    struct ujob j = {s.unary, s.alpha, s.beta, c->in[0], out[0]};
+    qp_op_parallel_for(c, qp_tensor_numel(c->in[0]), QP_OP_PAR_MIN, urange, &j);
     return QP_OK;
 }
 
 /* ---- Clip: bounds from attributes (opset < 11) or inputs 1 and 2 -------- */
+
+static enum qp_status clip_check_bounds(const struct qp_op_ctx *c,
+                                        struct qp_error *err)
+{
+    enum qp_dtype dt = c->in[0]->dtype;
+    for (int i = 1; i < c->n_in; i++)
+        if (c->in[i] && (c->in[i]->dtype != dt || qp_tensor_numel(c->in[i]) != 1))
+            return qp_op_fail(err, c, QP_E_SHAPE, "bound %d must be a %s "
+                              "scalar", i, qp_dtype_name(dt));
+    return QP_OK;
+}
+
+/* Float bounds (checked), -inf/+inf when absent. */
+static void clip_bounds(const struct qp_op_ctx *c, double *lo, double *hi)
+{
+    enum qp_dtype dt = c->in[0]->dtype;
+    const struct qp_tensor *lo_t = qp_op_in(c, 1), *hi_t = qp_op_in(c, 2);
+    *lo = c->n->opset < 11 ? qp_attr_float(c->n, "min", -INFINITY)
+        : lo_t ? qp_elem_get_f64(dt, lo_t->data, 0) : -INFINITY;
+    *hi = c->n->opset < 11 ? qp_attr_float(c->n, "max", INFINITY)
+        : hi_t ? qp_elem_get_f64(dt, hi_t->data, 0) : INFINITY;
+}
 
 static enum qp_status clip_run(const struct qp_op_ctx *c,
                                struct qp_tensor *const *out,
@@ -192,23 +136,16 @@ static enum qp_status clip_run(const struct qp_op_ctx *c,
 {
     const struct qp_tensor *x = c->in[0];
     enum qp_dtype dt = x->dtype;
-    bool is_f = qp_dtype_traits(dt)->is_float;
-    const struct qp_tensor *lo_t = qp_op_in(c, 1), *hi_t = qp_op_in(c, 2);
-    for (int i = 1; i < c->n_in; i++)
-        if (c->in[i] && (c->in[i]->dtype != dt || qp_tensor_numel(c->in[i]) != 1))
-            return qp_op_fail(err, c, QP_E_SHAPE, "bound %d must be a %s "
-                              "scalar", i, qp_dtype_name(dt));
+    enum qp_status st = clip_check_bounds(c, err);
+    if (st)
+        return st;
     size_t n = qp_tensor_numel(x);
-    if (is_f) {
-        double lo = c->n->opset < 11 ? qp_attr_float(c->n, "min", -INFINITY)
-                  : lo_t ? qp_elem_get_f64(dt, lo_t->data, 0) : -INFINITY;
-        double hi = c->n->opset < 11 ? qp_attr_float(c->n, "max", INFINITY)
-                  : hi_t ? qp_elem_get_f64(dt, hi_t->data, 0) : INFINITY;
+    if (qp_dtype_traits(dt)->is_float) {
+        double lo, hi;
+        clip_bounds(c, &lo, &hi);
         if (dt == QP_DTYPE_F32) {
-            const float *xs = x->data;
-            float *ys = out[0]->data, l = (float)lo, h = (float)hi;
-            for (size_t i = 0; i < n; i++)
-                ys[i] = clampf(xs[i], l, h);
+            struct ujob j = {QP_EW_CLIP, (float)lo, (float)hi, x, out[0]};
+            qp_op_parallel_for(c, n, QP_OP_PAR_MIN, urange, &j);
             return QP_OK;
         }
         for (size_t i = 0; i < n; i++)
@@ -216,6 +153,7 @@ static enum qp_status clip_run(const struct qp_op_ctx *c,
                             fmin(fmax(qp_elem_get_f64(dt, x->data, i), lo), hi));
         return QP_OK;
     }
+    const struct qp_tensor *lo_t = qp_op_in(c, 1), *hi_t = qp_op_in(c, 2);
     int64_t lo = lo_t ? qp_elem_get_i64(dt, lo_t->data, 0) : INT64_MIN;
     int64_t hi = hi_t ? qp_elem_get_i64(dt, hi_t->data, 0) : INT64_MAX;
     for (size_t i = 0; i < n; i++) {
@@ -223,6 +161,32 @@ static enum qp_status clip_run(const struct qp_op_ctx *c,
         qp_elem_set_i64(dt, out[0]->data, i, v < lo ? lo : v > hi ? hi : v);
     }
     return QP_OK;
+}
+
+bool qp_op_unary_ew(const struct qp_op_ctx *c, struct qp_ew_step *s)
+{
+    const struct qp_op_def *d = c->n->def;
+    bool clip = d && d->run == clip_run;
+    if (!d || (d->run != unary_run && !clip))
+        return false;
+    if (!c->in)
+        return true;
+    if (!c->in[0] || c->in[0]->dtype != QP_DTYPE_F32)
+        return false;
+    if (!clip) {
+        unary_step(c->n, s);
+        return true;
+    }
+    for (int i = 1; i < c->n_in; i++)
+        if (c->in[i] && !c->in[i]->data)
+            return false;
+    if (clip_check_bounds(c, NULL))
+        return false;
+    double lo, hi;
+    clip_bounds(c, &lo, &hi);
+    *s = (struct qp_ew_step){false, QP_EW_CLIP, (float)lo, (float)hi,
+                             QP_EW_ADD};
+    return true;
 }
 
 /* ---- Cast, Identity, Dropout ------------------------------------------ */

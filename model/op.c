@@ -214,6 +214,16 @@ size_t qp_tdesc_numel(const struct qp_tdesc *d)
     return n;
 }
 
+bool qp_tdesc_equal(const struct qp_tdesc *a, const struct qp_tdesc *b)
+{
+    if (a->dtype != b->dtype || a->ndim != b->ndim)
+        return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return false;
+    return true;
+}
+
 size_t qp_elem_size(enum qp_dtype dt)
 {
     unsigned bits = qp_dtype_traits(dt)->bits;
@@ -362,7 +372,7 @@ void qp_elem_set_i64(enum qp_dtype dt, void *data, size_t i, int64_t v)
 /* ---- parallel loops ---------------------------------------------------- */
 
 struct pfor {
-    size_t n;
+    size_t n, align;
     void (*fn)(void *, size_t, size_t);
     void *ctx;
 };
@@ -371,15 +381,15 @@ static void pfor_run(void *ctx, int t, int nt)
 {
     const struct pfor *p = ctx;
     size_t b, e;
-    qp_parallel_split(p->n, t, nt, 16, &b, &e);
+    qp_parallel_split(p->n, t, nt, p->align, &b, &e);
     if (b < e)
         p->fn(p->ctx, b, e);
 }
 
-void qp_op_parallel_for(const struct qp_op_ctx *c, size_t n,
-                        size_t min_per_thread,
-                        void (*fn)(void *ctx, size_t begin, size_t end),
-                        void *ctx)
+static void parallel_for(const struct qp_op_ctx *c, size_t n,
+                         size_t min_per_thread, size_t align,
+                         void (*fn)(void *ctx, size_t begin, size_t end),
+                         void *ctx)
 {
     int nt = qp_pool_threads(c->pool);
     if (min_per_thread < 1)
@@ -391,8 +401,24 @@ void qp_op_parallel_for(const struct qp_op_ctx *c, size_t n,
             fn(ctx, 0, n);
         return;
     }
-    struct pfor p = {n, fn, ctx};
+    struct pfor p = {n, align, fn, ctx};
     qp_pool_run(c->pool, pfor_run, &p, nt);
+}
+
+void qp_op_parallel_for(const struct qp_op_ctx *c, size_t n,
+                        size_t min_per_thread,
+                        void (*fn)(void *ctx, size_t begin, size_t end),
+                        void *ctx)
+{
+    parallel_for(c, n, min_per_thread, 16, fn, ctx);
+}
+
+void qp_op_parallel_items(const struct qp_op_ctx *c, size_t n,
+                          size_t min_per_thread,
+                          void (*fn)(void *ctx, size_t begin, size_t end),
+                          void *ctx)
+{
+    parallel_for(c, n, min_per_thread, 1, fn, ctx);
 }
 
 /* ---- broadcasting ------------------------------------------------------ */

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "core/tensor.h"
+#include "kernels/eltwise-f32.h"
 #include "model/graph.h"
 
 /* dtype and shape of a value. */
@@ -132,6 +133,9 @@ void qp_tdesc_of(const struct qp_tensor *t, struct qp_tdesc *d);
 /* Element count of a descriptor. */
 size_t qp_tdesc_numel(const struct qp_tdesc *d);
 
+/* Same dtype and shape. */
+bool qp_tdesc_equal(const struct qp_tdesc *a, const struct qp_tdesc *b);
+
 /* Bytes per element (1 for bool; packed types are not supported by the
  * runtime and give 0). */
 size_t qp_elem_size(enum qp_dtype dt);
@@ -189,12 +193,50 @@ int64_t qp_elem_get_i64(enum qp_dtype dt, const void *data, size_t i);
 void qp_elem_set_f64(enum qp_dtype dt, void *data, size_t i, double v);
 void qp_elem_set_i64(enum qp_dtype dt, void *data, size_t i, int64_t v);
 
+/* Elements of a simple pass over memory below which a second thread costs
+ * more than it saves (waking a sleeping worker takes microseconds, and
+ * tens of them on a busy machine). */
+#define QP_OP_PAR_MIN ((size_t)1 << 16)
+
+/* Items of per_item elements each that make QP_OP_PAR_MIN (at least 1). */
+static inline size_t qp_op_par_items(size_t per_item)
+{
+    return per_item >= QP_OP_PAR_MIN ? 1 : QP_OP_PAR_MIN / (per_item ? per_item : 1);
+}
+
 /* Runs fn over [0, n) on c's pool when n is large (each thread gets a
  * contiguous range, aligned to 16 items, of at least min_per_thread). */
 void qp_op_parallel_for(const struct qp_op_ctx *c, size_t n,
                         size_t min_per_thread,
                         void (*fn)(void *ctx, size_t begin, size_t end),
                         void *ctx);
+
+/* The same for n coarse items (planes, blocks): ranges of any length. */
+void qp_op_parallel_items(const struct qp_op_ctx *c, size_t n,
+                          size_t min_per_thread,
+                          void (*fn)(void *ctx, size_t begin, size_t end),
+                          void *ctx);
+
+/* ---- elementwise forms (for fusion, model/fuse.c) ---------------------- */
+
+/* What a node computes per element in f32: unary (input 0, with alpha
+ * and beta) or binary (inputs 0 and 1, numpy broadcasting). */
+struct qp_ew_step {
+    bool binary;
+    enum qp_ew_unary unary;
+    float alpha, beta;
+    enum qp_ew_binary op;
+};
+
+/* True when node c->n is an f32 unary function or Clip (model/op-unary.c),
+ * or a two-input Add, Sub, Mul, Div, Pow, Max or Min (model/op-binary.c),
+ * and then *s describes it: the node's run gives exactly the bits of
+ * the matching kernels/eltwise-f32.h loop. With c->in NULL only the
+ * operator is looked at (s is not written); otherwise the inputs may be
+ * descriptors (data NULL) but for Clip's bounds, which need data, and a
+ * dtype other than f32 gives false. */
+bool qp_op_unary_ew(const struct qp_op_ctx *c, struct qp_ew_step *s);
+bool qp_op_binary_ew(const struct qp_op_ctx *c, struct qp_ew_step *s);
 
 /* Operator families (model/op-<family>.c), each ending with a NULL name. */
 extern const struct qp_op_def qp_ops_binary[];

@@ -69,7 +69,7 @@ static size_t conv_tile(const struct qp_conv_nd *g, const struct qp_conv3 *c)
     return t < c->sout ? t : c->sout;
 }
 
-size_t qp_conv_f32_scratch_size(const struct qp_conv_nd *g)
+size_t qp_conv_f32_ref_scratch_size(const struct qp_conv_nd *g)
 {
     struct qp_conv3 c;
     qp_conv3_from_geom(g, &c);
@@ -85,6 +85,7 @@ struct dw_job {
     const struct qp_conv3 *c;
     const float *x, *w, *bias;
     float *y;
+    const struct qp_conv_epilogue *epi;
 };
 
 /* y[OD,OH,OW] = bias + sum_k w[k] * x[input position of k] */
@@ -199,7 +200,35 @@ static void dw_run(void *ctx, int t, int nt)
                                        j->w + oc * c->kvol,
                                        j->bias ? j->bias[oc] : 0.0f,
                                        j->y + p * c->sout);
+        if (j->epi)
+            j->epi->fn(j->epi->ctx, p * c->sout, (p + 1) * c->sout);
     }
+}
+
+struct epi_job {
+    const struct qp_conv_epilogue *epi;
+    size_t n;
+};
+
+static void epi_run(void *ctx, int t, int nt)
+{
+    const struct epi_job *j = ctx;
+    size_t b, e;
+    qp_parallel_split(j->n, t, nt, 1024, &b, &e);
+    if (b < e)
+        j->epi->fn(j->epi->ctx, b, e);
+}
+
+static int threads_for(size_t work);
+
+/* The epilogue (if any) over all n outputs, once they are final. */
+static void run_epilogue(struct qp_pool *pool, const struct qp_conv_epilogue *epi,
+                         size_t n)
+{
+    if (!epi)
+        return;
+    struct epi_job j = {epi, n};
+    qp_pool_run(pool, epi_run, &j, threads_for(n));
 }
 
 /* ---- im2col ------------------------------------------------------------ */
@@ -305,14 +334,16 @@ static void fill_bias(float *y, size_t channels, size_t plane,
             y[c * plane + i] = bias ? bias[c] : 0.0f;
 }
 
-void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x, const float *w,
-                 const float *bias, float *y, float *scratch)
+void qp_conv_f32_ref(struct qp_pool *pool, const struct qp_conv_nd *g,
+                     const float *x, const float *w, const float *bias,
+                     float *y, float *scratch,
+                     const struct qp_conv_epilogue *epi)
 {
     struct qp_conv3 c;
     qp_conv3_from_geom(g, &c);
     size_t icg = g->in_c / g->groups, ocg = g->out_c / g->groups;
     if (icg == 1) {
-        struct dw_job j = {g, &c, x, w, bias, y};
+        struct dw_job j = {g, &c, x, w, bias, y, epi};
         qp_pool_run(pool, dw_run, &j,
                         threads_for(g->batch * g->out_c * c.sout * c.kvol));
         return;
@@ -343,6 +374,7 @@ void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_nd *g, const float *
             }
         }
     }
+    run_epilogue(pool, epi, g->batch * g->out_c * c.sout);
 }
 
 /* ---- transposed convolution ------------------------------------------- */
@@ -356,7 +388,7 @@ static size_t convt_tile(const struct qp_conv_nd *g, const struct qp_conv3 *c)
     return t < c->sin ? t : c->sin;
 }
 
-size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_nd *g)
+size_t qp_conv_transpose_f32_ref_scratch_size(const struct qp_conv_nd *g)
 {
     struct qp_conv3 c;
     qp_conv3_from_geom(g, &c);
@@ -408,9 +440,11 @@ static void c2i_run(void *ctx, int t, int nt)
         }
 }
 
-void qp_conv_transpose_f32(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x,
-                           const float *w, const float *bias, float *y,
-                           float *scratch)
+void qp_conv_transpose_f32_ref(struct qp_pool *pool,
+                               const struct qp_conv_nd *g, const float *x,
+                               const float *w, const float *bias, float *y,
+                               float *scratch,
+                               const struct qp_conv_epilogue *epi)
 {
     struct qp_conv3 c;
     qp_conv3_from_geom(g, &c);
@@ -433,4 +467,5 @@ void qp_conv_transpose_f32(struct qp_pool *pool, const struct qp_conv_nd *g, con
             }
         }
     }
+    run_epilogue(pool, epi, g->batch * g->out_c * c.sout);
 }

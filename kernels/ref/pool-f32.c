@@ -78,13 +78,77 @@ static void pool_plane(const struct pool_job *j, size_t p)
             }
 }
 
+/* Positions k < n of a window starting at s (dilation d) that fall in
+ * [lo, hi). */
+static int64_t window_count(int64_t n, int64_t s, int64_t d, int64_t lo,
+                            int64_t hi)
+{
+    int64_t a, b;
+    qp_conv3_range(n, d, s - lo, hi - lo, &a, &b);
+    return b - a;
+}
+
+/* pool_plane for 2-D (and 1-D) planes without indices: the same values
+ * in the same order (max: the first position inside, then any greater;
+ * average: the double sum in row-major window order), without the 3-D
+ * index arithmetic per tap. */
+static void pool_plane_2d(const struct pool_job *j, size_t p)
+{
+    const struct qp_conv3 *c = j->c;
+    const float *x = j->x + p * c->sin;
+    float *y = j->y + p * c->sout;
+    int64_t H = c->in[1], W = c->in[2];
+    /* outputs [i0, i1) have their whole window inside the row */
+    int64_t i0, i1;
+    qp_conv3_range(c->out[2], c->s[2], -c->p[2], W - (c->k[2] - 1) * c->d[2],
+                   &i0, &i1);
+    for (int64_t oh = 0; oh < c->out[1]; oh++) {
+        int64_t s1 = oh * c->s[1] - c->p[1], kh0, kh1;
+        qp_conv3_range(c->k[1], c->d[1], s1, H, &kh0, &kh1);
+        int64_t ph = window_count(c->k[1], s1, c->d[1], -c->p[1], H + c->pe[1]);
+        for (int64_t ow = 0; ow < c->out[2]; ow++) {
+            int64_t s2 = ow * c->s[2] - c->p[2], kw0 = 0, kw1 = c->k[2];
+            if (ow < i0 || ow >= i1)
+                qp_conv3_range(c->k[2], c->d[2], s2, W, &kw0, &kw1);
+            float *o = y + oh * c->out[2] + ow;
+            if (j->is_max) {
+                float best = -INFINITY;
+                bool first = true;
+                for (int64_t kh = kh0; kh < kh1; kh++) {
+                    const float *xr = x + (s1 + kh * c->d[1]) * W + s2;
+                    for (int64_t kw = kw0; kw < kw1; kw++) {
+                        float v = xr[kw * c->d[2]];
+                        if (v > best || first)
+                            best = v;
+                        first = false;
+                    }
+                }
+                *o = best;
+                continue;
+            }
+            double sum = 0.0;
+            for (int64_t kh = kh0; kh < kh1; kh++) {
+                const float *xr = x + (s1 + kh * c->d[1]) * W + s2;
+                for (int64_t kw = kw0; kw < kw1; kw++)
+                    sum += xr[kw * c->d[2]];
+            }
+            int64_t div = j->include_pad
+                ? ph * window_count(c->k[2], s2, c->d[2], -c->p[2], W + c->pe[2])
+                : (kh1 - kh0) * (kw1 - kw0);
+            *o = div > 0 ? (float)(sum / (double)div) : 0.0f;
+        }
+    }
+}
+
 static void pool_run(void *ctx, int t, int nt)
 {
     const struct pool_job *j = ctx;
     size_t b, e;
+    bool flat2d = j->c->in[0] == 1 && j->c->k[0] == 1 && j->c->out[0] == 1 &&
+                  !j->idx;
     qp_parallel_split(j->planes, t, nt, 1, &b, &e);
     for (size_t p = b; p < e; p++)
-        pool_plane(j, p);
+        (flat2d ? pool_plane_2d : pool_plane)(j, p);
 }
 
 static void pool(struct qp_pool *tp, const struct qp_conv_nd *g, const float *x, float *y,
@@ -95,7 +159,7 @@ static void pool(struct qp_pool *tp, const struct qp_conv_nd *g, const float *x,
     struct pool_job j = {&c, g->batch * g->in_c, x, y, idx, col_major,
                          include_pad, is_max};
     size_t work = j.planes * c.sout * c.kvol;
-    qp_pool_run(tp, pool_run, &j, work < ((size_t)1 << 16) ? 1 : 0);
+    qp_pool_run(tp, pool_run, &j, work < ((size_t)1 << 18) ? 1 : 0);
 }
 
 void qp_maxpool_f32(struct qp_pool *tp, const struct qp_conv_nd *g,

@@ -1,6 +1,6 @@
 /* Unit tests of model/exec.c: memory release after the last consumer
- * (peak bytes follow the live set), capture by glob, outputs, input
- * checks, errors, and the mode hooks. */
+ * (peak bytes follow the live set, node by node and fused), capture by
+ * glob, outputs, input checks, errors, and the mode hooks. */
 #include <fnmatch.h>
 
 #include "tests/unit/test-graph-util.h"
@@ -47,10 +47,19 @@ QP_TEST(exec_peak_memory_follows_the_live_set)
     const struct qp_tensor *feed[1] = {x};
     struct qp_tensor *out[1];
     struct qp_exec_stats st;
-    REQUIRE_OK(qp_exec_run(g, feed, 1, NULL, out, &st, &err), &err);
-    /* at most two activations alive at once (an input and its output);
-     * the graph input is borrowed and not counted */
+    const struct qp_exec_tune alone = {.no_fusion = true};
+    REQUIRE_OK(qp_exec_run_tuned(g, feed, 1, NULL, &alone, out, &st, &err),
+               &err);
+    /* node by node, at most two activations alive at once (an input and
+     * its output); the graph input is borrowed and not counted */
     CHECK_INT(st.peak_bytes, 2 * 4000);
+    CHECK_INT(st.nodes_run, 4);
+    for (int i = 0; i < 1000; i++)
+        CHECK_NEAR(((float *)out[0]->data)[i], v[i] > 0 ? -v[i] : 0, 0);
+    qp_tensor_free(out[0]);
+    /* fused (the default), a, b and c never exist: only y is allocated */
+    REQUIRE_OK(qp_exec_run(g, feed, 1, NULL, out, &st, &err), &err);
+    CHECK_INT(st.peak_bytes, 4000);
     CHECK_INT(st.nodes_run, 4);
     for (int i = 0; i < 1000; i++)
         CHECK_NEAR(((float *)out[0]->data)[i], v[i] > 0 ? -v[i] : 0, 0);
@@ -79,10 +88,18 @@ QP_TEST(exec_branches_free_after_the_last_reader)
     const struct qp_tensor *feed[1] = {x};
     struct qp_tensor *out[1];
     struct qp_exec_stats st;
-    REQUIRE_OK(qp_exec_run(g, feed, 1, NULL, out, &st, &err), &err);
+    const struct qp_exec_tune alone = {.no_fusion = true};
+    REQUIRE_OK(qp_exec_run_tuned(g, feed, 1, NULL, &alone, out, &st, &err),
+               &err);
     CHECK_INT(st.peak_bytes, 3 * 400);
     for (int i = 0; i < 100; i++)
         CHECK_NEAR(((float *)out[0]->data)[i], 0, 0); /* -r + |r| */
+    qp_tensor_free(out[0]);
+    /* fused: one pass, only y is allocated */
+    REQUIRE_OK(qp_exec_run(g, feed, 1, NULL, out, &st, &err), &err);
+    CHECK_INT(st.peak_bytes, 400);
+    for (int i = 0; i < 100; i++)
+        CHECK_NEAR(((float *)out[0]->data)[i], 0, 0);
     qp_tensor_free(out[0]);
     qp_tensor_free(x);
     qp_graph_free(g);

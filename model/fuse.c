@@ -1,0 +1,304 @@
+/* model/fuse.c: planning and running fused elementwise passes
+ * (model/fuse.h). */
+#include "model/fuse.h"
+
+#include <fnmatch.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/parallel.h"
+
+#define FUSE_BLOCK QP_FUSE_BLOCK
+/* Below this many elements per thread, one thread is faster. */
+#define FUSE_MIN_PER_THREAD QP_OP_PAR_MIN
+
+bool qp_fuse_candidate(const struct qp_graph *g, int node)
+{
+    struct qp_op_ctx c = {g, node, &g->nodes[node], NULL, 0, NULL, NULL};
+    struct qp_ew_step s;
+    return qp_op_unary_ew(&c, &s) || qp_op_binary_ew(&c, &s);
+}
+
+/* ---- planning ----------------------------------------------------------- */
+
+/* Index of the member computing value v, or -1. */
+static int member_of_value(const struct qp_graph *g,
+                           const struct qp_fuse_plan *p, int upto, int v)
+{
+    int prod = v >= 0 ? g->values[v].producer : -1;
+    for (int j = 0; prod >= 0 && j < upto; j++)
+        if (p->m[j].node == prod)
+            return j;
+    return -1;
+}
+
+static int member_of_node(const struct qp_fuse_plan *p, int node)
+{
+    for (int j = 0; j < p->n; j++)
+        if (p->m[j].node == node)
+            return j;
+    return -1;
+}
+
+/* Inputs of member k that the step reads (Clip's bounds are folded in). */
+static int step_inputs(const struct qp_fuse_member *m)
+{
+    return m->step.binary ? 2 : 1;
+}
+
+/* Adds to ext[*n_ext] the non-scalar inputs of member k from outside
+ * segment seg; false when that would pass QP_FUSE_MAX_EXT. */
+static bool count_ext(const struct qp_graph *g, const struct qp_fuse_plan *p,
+                      int k, int seg, const struct qp_tensor *const *in,
+                      int *ext, int *n_ext)
+{
+    const struct qp_fuse_member *m = &p->m[k];
+    for (int i = 0; i < step_inputs(m); i++) {
+        int j = m->src[i], v = g->nodes[m->node].in[i];
+        if (j >= 0 && p->m[j].seg == seg)
+            continue;
+        size_t numel = j >= 0 ? qp_tdesc_numel(&p->m[j].desc)
+                              : qp_tensor_numel(in[i]);
+        if (numel == 1)
+            continue;
+        bool seen = false;
+        for (int e = 0; e < *n_ext; e++)
+            seen |= ext[e] == v;
+        if (seen)
+            continue;
+        if (*n_ext == QP_FUSE_MAX_EXT)
+            return false;
+        ext[(*n_ext)++] = v;
+    }
+    return true;
+}
+
+/* Fills member k (node) from its inputs; false when it cannot be fused. */
+static bool plan_member(const struct qp_graph *g, struct qp_fuse_plan *p,
+                        int k, int node, qp_fuse_value_fn value, void *ctx,
+                        const struct qp_tensor **in)
+{
+    const struct qp_node *n = &g->nodes[node];
+    struct qp_fuse_member *m = &p->m[k];
+    struct qp_tensor views[3];
+    if (n->n_in > 3 || n->n_out != 1 || n->out[0] < 0)
+        return false;
+    m->node = node;
+    m->src[0] = m->src[1] = -1;
+    for (int i = 0; i < n->n_in; i++) {
+        int v = n->in[i], j = member_of_value(g, p, k, v);
+        in[i] = NULL;
+        if (v < 0)
+            continue;
+        if (j >= 0) {
+            /* a descriptor: the value does not exist yet */
+            memset(&views[i], 0, sizeof views[i]);
+            views[i].dtype = p->m[j].desc.dtype;
+            views[i].ndim = p->m[j].desc.ndim;
+            memcpy(views[i].shape, p->m[j].desc.shape, sizeof views[i].shape);
+            in[i] = &views[i];
+            if (i < 2)
+                m->src[i] = j;
+        } else if (!(in[i] = value(ctx, v))) {
+            return false;
+        }
+    }
+    struct qp_op_ctx c = {g, node, n, in, n->n_in, NULL, NULL};
+    if (!qp_op_unary_ew(&c, &m->step) && !qp_op_binary_ew(&c, &m->step))
+        return false;
+    if (n->def->infer(&c, &m->desc, NULL) || m->desc.dtype != QP_DTYPE_F32)
+        return false;
+    /* the descriptors only lived for inference; outside inputs stay */
+    for (int i = 0; i < n->n_in; i++)
+        if (i < 2 && m->src[i] >= 0)
+            in[i] = NULL;
+    return true;
+}
+
+static bool captured(const struct qp_graph *g, int node, const char *capture)
+{
+    return capture &&
+           fnmatch(capture, g->values[g->nodes[node].out[0]].name, 0) == 0;
+}
+
+static void mark_exports(const struct qp_graph *g, struct qp_fuse_plan *p,
+                         const char *capture)
+{
+    for (int j = 0; j < p->n; j++) {
+        const struct qp_value *val = &g->values[g->nodes[p->m[j].node].out[0]];
+        bool ex = val->is_output || val->n_consumers == 0 ||
+                  captured(g, p->m[j].node, capture);
+        for (int c = 0; !ex && c < val->n_consumers; c++) {
+            int k = member_of_node(p, val->consumers[c]);
+            ex = k < 0 || p->m[k].seg != p->m[j].seg;
+        }
+        p->m[j].exported = ex;
+    }
+}
+
+int qp_fuse_plan(const struct qp_graph *g, const int *nodes, int len,
+                 qp_fuse_value_fn value, void *ctx, const char *capture,
+                 struct qp_fuse_plan *p)
+{
+    int ext[QP_FUSE_MAX_EXT], n_ext = 0;
+    p->n = 0;
+    p->n_seg = 0;
+    for (int k = 0; k < len && k < QP_FUSE_MAX_NODES; k++) {
+        const struct qp_tensor *in[3];
+        if (!plan_member(g, p, k, nodes[k], value, ctx, in))
+            break;
+        struct qp_fuse_member *m = &p->m[k];
+        /* a captured value ends its segment: it is handed over and freed
+         * before the next one is computed, as when nodes run alone, so
+         * capturing everything never holds a whole segment's values */
+        int cur = p->n_seg - 1;
+        bool join = cur >= 0 && !captured(g, nodes[k - 1], capture) &&
+                    qp_tdesc_equal(&m->desc, &p->m[p->seg_first[cur]].desc);
+        if (join) {
+            m->seg = cur;
+            int save = n_ext;
+            join = count_ext(g, p, k, cur, in, ext, &n_ext);
+            if (!join)
+                n_ext = save;
+        }
+        if (!join) {
+            cur = p->n_seg++;
+            p->seg_first[cur] = k;
+            p->seg_count[cur] = 0;
+            m->seg = cur;
+            n_ext = 0;
+            count_ext(g, p, k, cur, in, ext, &n_ext); /* <= 2 inputs fit */
+        }
+        p->seg_count[cur]++;
+        p->n = k + 1;
+    }
+    mark_exports(g, p, capture);
+    return p->n;
+}
+
+/* ---- the pass ----------------------------------------------------------- */
+
+/* Pointer and vector flag of operand o for the block at output element
+ * pos (column col of its row, ext offsets off). */
+static const float *operand(const struct qp_fuse_pass *vm,
+                            const struct qp_fuse_opd *o,
+                            float (*regs)[FUSE_BLOCK], size_t pos, size_t col,
+                            const int64_t *off, bool *vec)
+{
+    switch (o->kind) {
+    case QP_FUSE_REG:
+        *vec = true;
+        return vm->out[o->idx] ? vm->out[o->idx] + pos : regs[o->idx];
+    case QP_FUSE_ONE:
+        *vec = false;
+        return o->one;
+    case QP_FUSE_EXT: {
+        int64_t s = vm->bc.stride[o->idx][vm->bc.nd - 1];
+        *vec = s != 0;
+        return vm->ext[o->idx] + off[o->idx] + (int64_t)col * s;
+    }
+    }
+    return NULL;
+}
+
+void qp_fuse_pass_range(const struct qp_fuse_pass *vm, size_t b, size_t e)
+{
+    float regs[QP_FUSE_MAX_NODES][FUSE_BLOCK];
+    int64_t off[QP_FUSE_MAX_EXT] = {0};
+    size_t inner = vm->bc.inner;
+    if (b >= e)
+        return;
+    /* the row and column of pos, advanced without dividing (a Conv's
+     * epilogue calls this for short ranges) */
+    size_t row = b / inner, col = b % inner;
+    qp_bcast_row(&vm->bc, row, off);
+    for (size_t pos = b; pos < e;) {
+        if (col == inner) {
+            col = 0;
+            qp_bcast_row(&vm->bc, ++row, off);
+        }
+        size_t n = inner - col < e - pos ? inner - col : e - pos;
+        if (n > FUSE_BLOCK)
+            n = FUSE_BLOCK;
+        for (int k = 0; k < vm->n; k++) {
+            const struct qp_ew_step *s = &vm->step[k];
+            float *dst = vm->out[k] ? vm->out[k] + pos : regs[k];
+            bool av, bv;
+            const float *a = operand(vm, &vm->in[k][0], regs, pos, col, off, &av);
+            if (s->binary) {
+                const float *bp = operand(vm, &vm->in[k][1], regs, pos, col,
+                                          off, &bv);
+                vm->k->binary(s->op, a, av, bp, bv, dst, n);
+            } else if (av) {
+                vm->k->unary(s->unary, s->alpha, s->beta, a, dst, n);
+            } else {
+                /* a broadcast single value: compute once, then fill */
+                vm->k->unary(s->unary, s->alpha, s->beta, a, dst, 1);
+                for (size_t i = 1; i < n; i++)
+                    dst[i] = dst[0];
+            }
+        }
+        pos += n;
+        col += n;
+    }
+}
+
+static void vm_job(void *ctx, int t, int nt)
+{
+    const struct qp_fuse_pass *vm = ctx;
+    size_t b, e;
+    qp_parallel_split(vm->total, t, nt, FUSE_BLOCK, &b, &e);
+    if (b < e)
+        qp_fuse_pass_range(vm, b, e);
+}
+
+void qp_fuse_prepare(const struct qp_graph *g, const struct qp_fuse_plan *p,
+                     int s, qp_fuse_value_fn value, void *ctx,
+                     struct qp_tensor *const *out, struct qp_fuse_pass *vm)
+{
+    int first = p->seg_first[s];
+    const struct qp_tensor *ext[QP_FUSE_MAX_EXT];
+    vm->n = p->seg_count[s];
+    vm->n_ext = 0;
+    vm->k = qp_ew_f32();
+    for (int k = 0; k < vm->n; k++) {
+        const struct qp_fuse_member *m = &p->m[first + k];
+        vm->step[k] = m->step;
+        vm->out[k] = out[k] ? out[k]->data : NULL;
+        for (int i = 0; i < step_inputs(m); i++) {
+            struct qp_fuse_opd *o = &vm->in[k][i];
+            if (m->src[i] >= first) {
+                *o = (struct qp_fuse_opd){QP_FUSE_REG, m->src[i] - first, NULL};
+                continue;
+            }
+            const struct qp_tensor *t = value(ctx, g->nodes[m->node].in[i]);
+            if (qp_tensor_numel(t) == 1) {
+                *o = (struct qp_fuse_opd){QP_FUSE_ONE, 0, t->data};
+                continue;
+            }
+            int e = 0;
+            while (e < vm->n_ext && ext[e] != t)
+                e++;
+            if (e == vm->n_ext) { /* the plan counted at most QP_FUSE_MAX_EXT */
+                ext[vm->n_ext] = t;
+                vm->ext[vm->n_ext++] = t->data;
+            }
+            *o = (struct qp_fuse_opd){QP_FUSE_EXT, e, NULL};
+        }
+    }
+    const struct qp_tdesc *d = &p->m[first].desc;
+    vm->total = qp_tdesc_numel(d);
+    qp_bcast_init(&vm->bc, d, ext, vm->n_ext);
+}
+
+void qp_fuse_run(const struct qp_graph *g, const struct qp_fuse_plan *p, int s,
+                 qp_fuse_value_fn value, void *ctx,
+                 struct qp_tensor *const *out, struct qp_pool *pool)
+{
+    struct qp_fuse_pass vm;
+    qp_fuse_prepare(g, p, s, value, ctx, out, &vm);
+    if (vm.total == 0)
+        return;
+    int nt = vm.total >= 2 * FUSE_MIN_PER_THREAD ? 0 : 1;
+    qp_pool_run(pool, vm_job, &vm, nt);
+}

@@ -1,0 +1,177 @@
+/* Unit tests of the float elementwise loops (kernels/eltwise-f32.h):
+ * hand-computed values of the reference, including the rules for NaN and
+ * signed zeros, and every SIMD variant this machine runs against the
+ * reference, bit for bit (NaN payloads aside), on special and random
+ * values. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "kernels/eltwise-f32.h"
+#include "tests/test.h"
+#include "tests/unit/kern-test.h"
+
+static uint32_t bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* Same bits, or both NaN: which NaN's payload an operation on two NaNs
+ * returns depends on the operand order the compiler picked (x86 returns
+ * the first source's), which the C source does not fix. */
+static bool same(float x, float y)
+{
+    return bits(x) == bits(y) || (isnan(x) && isnan(y));
+}
+
+static float from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+QP_TEST(eltwise_ref_unary_values)
+{
+    const struct qp_ew_f32 *k = &qp_ew_f32_ref;
+    const float x[6] = {-2.0f, -0.0f, 0.0f, 1.5f, 9.0f, NAN};
+    float y[6];
+    k->unary(QP_EW_RELU, 0, 0, x, y, 6);
+    CHECK(y[0] == 0.0f && y[3] == 1.5f && isnan(y[5]) == 0 && y[5] == 0.0f);
+    CHECK_INT(bits(y[1]), 0); /* relu(-0) is +0 */
+    /* HardSwish: x * clamp(x/6 + 0.5, 0, 1): -2 * (1/6) = -1/3 */
+    k->unary(QP_EW_HSWISH, 0, 0, x, y, 6);
+    CHECK_NEAR(y[0], -2.0 * (-2.0f * (1.0f / 6.0f) + 0.5f), 1e-7);
+    CHECK(y[4] == 9.0f && isnan(y[5]));
+    /* Clip keeps NaN and -0; bounds alpha..beta */
+    k->unary(QP_EW_CLIP, -1.0f, 6.0f, x, y, 6);
+    CHECK(y[0] == -1.0f && y[3] == 1.5f && y[4] == 6.0f && isnan(y[5]));
+    CHECK_INT(bits(y[1]), 0x80000000u);
+    /* HardSigmoid alpha 0.2, beta 0.5 */
+    k->unary(QP_EW_HSIGMOID, 0.2f, 0.5f, x, y, 6);
+    CHECK(y[0] == 0.2f * -2.0f + 0.5f && y[4] == 1.0f);
+    k->unary(QP_EW_LEAKY, 0.1f, 0, x, y, 6);
+    CHECK(y[0] == 0.1f * -2.0f && y[3] == 1.5f);
+    k->unary(QP_EW_RECIP, 0, 0, x + 3, y, 1);
+    CHECK(y[0] == 1.0f / 1.5f);
+    /* in place */
+    float z[3] = {4.0f, 9.0f, 16.0f};
+    k->unary(QP_EW_SQRT, 0, 0, z, z, 3);
+    CHECK(z[0] == 2.0f && z[1] == 3.0f && z[2] == 4.0f);
+}
+
+QP_TEST(eltwise_ref_binary_values_and_broadcast_operands)
+{
+    const struct qp_ew_f32 *k = &qp_ew_f32_ref;
+    const float a[4] = {1.0f, -2.0f, NAN, 6.0f}, b[4] = {3.0f, 4.0f, 1.0f, NAN};
+    float o[4];
+    k->binary(QP_EW_DIV, a, true, b, true, o, 4);
+    CHECK(o[0] == 1.0f / 3.0f && o[1] == -0.5f && isnan(o[2]) && isnan(o[3]));
+    /* Max: a NaN on the left wins, on the right loses */
+    k->binary(QP_EW_MAX, a, true, b, true, o, 4);
+    CHECK(o[0] == 3.0f && o[1] == 4.0f && isnan(o[2]) && isnan(o[3]));
+    k->binary(QP_EW_MIN, b, true, a, true, o, 4);
+    CHECK(o[0] == 1.0f && o[1] == -2.0f && isnan(o[2]) && isnan(o[3]));
+    /* one value on either side, or both */
+    const float six = 6.0f;
+    k->binary(QP_EW_SUB, a, true, &six, false, o, 2);
+    CHECK(o[0] == -5.0f && o[1] == -8.0f);
+    k->binary(QP_EW_SUB, &six, false, a, true, o, 2);
+    CHECK(o[0] == 5.0f && o[1] == 8.0f);
+    k->binary(QP_EW_MUL, &six, false, &six, false, o, 4);
+    CHECK(o[0] == 36.0f && o[3] == 36.0f);
+    k->binary(QP_EW_POW, b, true, b, true, o, 2);
+    CHECK(o[0] == 27.0f && o[1] == 256.0f);
+}
+
+/* Specials, then random bit patterns of every exponent, then ordinary
+ * values near the activations' kinks. */
+static void fill(float *x, size_t n, uint64_t seed)
+{
+    static const uint32_t special[] = {
+        0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+        0xffc00001u, 0x00000001u, 0x80000001u, 0x007fffffu, 0x3f800000u,
+        0xbf800000u, 0x40400000u, 0xc0400000u, 0x40c00000u, 0xc0c00000u,
+        0x7f7fffffu, 0xff7fffffu};
+    size_t ns = sizeof special / sizeof special[0];
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++) {
+        if (i < ns)
+            x[i] = from_bits(special[i]);
+        else if (i % 3 == 0)
+            x[i] = from_bits((uint32_t)kt_next(&s));
+        else
+            x[i] = (float)kt_range(&s, -80000, 80000) / 8192.0f;
+    }
+}
+
+QP_TEST(eltwise_simd_variants_match_the_reference_bit_for_bit)
+{
+    enum { N = 1000 };
+    static float a[N], b[N], want[N], got[N];
+    fill(a, N, 1);
+    fill(b, N, 2);
+    struct {
+        enum qp_kern_isa isa;
+        const struct qp_ew_f32 *k;
+    } vars[2] = {{QP_KERN_REF, NULL}, {QP_KERN_REF, NULL}};
+#if defined(__x86_64__)
+    vars[0].isa = QP_KERN_AVX2;
+    vars[0].k = &qp_ew_f32_avx2;
+    vars[1].isa = QP_KERN_AVX512;
+    vars[1].k = &qp_ew_f32_avx512;
+#endif
+    int compared = 0;
+    for (int v = 0; v < 2; v++) {
+        if (!vars[v].k || !qp_kern_isa_available(vars[v].isa))
+            continue;
+        const struct qp_ew_f32 *k = vars[v].k;
+        for (int op = 0; op < QP_EW_UNARY_COUNT; op++) {
+            float al = op == QP_EW_CLIP ? -1.5f : 0.3f;
+            float be = op == QP_EW_CLIP ? 2.5f : 0.6f;
+            /* odd lengths and offsets: vector bodies and scalar tails */
+            qp_ew_f32_ref.unary((enum qp_ew_unary)op, al, be, a + 1, want, N - 3);
+            k->unary((enum qp_ew_unary)op, al, be, a + 1, got, N - 3);
+            int bad = 0;
+            for (int i = 0; i < N - 3; i++)
+                bad += !same(want[i], got[i]);
+            if (bad)
+                qp_test_failf(ctx, __FILE__, __LINE__, "%s unary op %d: %d of "
+                              "%d differ", k->name, op, bad, N - 3);
+            compared++;
+        }
+        for (int op = 0; op < QP_EW_BINARY_COUNT; op++)
+            for (int pat = 0; pat < 4; pat++) {
+                bool av = pat & 1, bv = pat & 2;
+                qp_ew_f32_ref.binary((enum qp_ew_binary)op, a + 2, av, b + 5,
+                                     bv, want, N - 7);
+                k->binary((enum qp_ew_binary)op, a + 2, av, b + 5, bv, got,
+                          N - 7);
+                int bad = 0;
+                for (int i = 0; i < N - 7; i++)
+                    bad += !same(want[i], got[i]);
+                if (bad)
+                    qp_test_failf(ctx, __FILE__, __LINE__, "%s binary op %d "
+                                  "pattern %d: %d differ", k->name, op, pat,
+                                  bad);
+                compared++;
+            }
+    }
+    /* the dispatched variant is one of them (or the reference) */
+    CHECK(qp_ew_f32() != NULL);
+#if defined(__x86_64__)
+    if (qp_kern_isa_available(QP_KERN_AVX2))
+        CHECK(compared >= QP_EW_UNARY_COUNT + 4 * QP_EW_BINARY_COUNT);
+#endif
+}
+
+QP_TEST(eltwise_unary_f64_forms)
+{
+    CHECK_NEAR(qp_ew_unary_f64(QP_EW_HSWISH, 0, 0, 3.0), 3.0 * (3.0 / 6 + 0.5), 0);
+    CHECK_NEAR(qp_ew_unary_f64(QP_EW_ELU, 2.0f, 0, -1.0), 2.0 * (exp(-1.0) - 1), 1e-15);
+    CHECK_NEAR(qp_ew_unary_f64(QP_EW_GELU, 0, 0, 1.0), 0.8413447460685429, 1e-15);
+    CHECK_NEAR(qp_ew_unary_f64(QP_EW_CLIP, -1.0f, 1.0f, 5.0), 1.0, 0);
+    CHECK_NEAR(qp_ew_unary_f64(QP_EW_LEAKY, 0.5f, 0, -4.0), -2.0, 0);
+}
