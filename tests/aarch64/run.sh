@@ -61,8 +61,9 @@ run() {
 k="kernels: gemm-s8"
 for bin in "$@"; do
     if [ -n "$QEMU" ]; then
-        # quantize-act and the lookup tables have no NEON rows yet
-        r="quantize-act=ref lut8=ref"
+        # quantize-act, the lookup tables and the float kernels have no
+        # NEON variants yet
+        r="quantize-act=ref lut8=ref eltwise-f32=ref conv-f32=ref"
         run "$bin" "$k=neon-dot depthwise-s8=neon requant=neon $r" max
         run "$bin" "$k=ref depthwise-s8=neon requant=neon $r" cortex-a53
         run "$bin" "$k=ref depthwise-s8=neon requant=neon $r" max neon aarch64_dispatch
