@@ -3,6 +3,8 @@
 
 #include <fnmatch.h>
 #include <malloc.h>
+#include <stdint.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -61,6 +63,18 @@ static void cache_release(struct bufcache *c)
     c->bytes = 0;
 }
 
+/* Bytes of physical memory: no single buffer of a run may be larger (a
+ * model whose shapes ask for more fails with a message instead of a
+ * failed or overcommitted allocation). */
+static size_t physical_bytes(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return SIZE_MAX;
+    return (size_t)pages > SIZE_MAX / (size_t)page ? SIZE_MAX
+                                                   : (size_t)pages * (size_t)page;
+}
+
 /* A tensor with uninitialized owned data (from the cache when it fits). */
 enum qp_status qp_run_new_tensor(struct bufcache *c, const char *name,
                                  const struct qp_tdesc *d, struct qp_tensor **out,
@@ -72,6 +86,16 @@ enum qp_status qp_run_new_tensor(struct bufcache *c, const char *name,
         return st;
     struct qp_tensor *t = *out;
     size_t n = t->nbytes ? t->nbytes : 1;
+    if (n > physical_bytes()) {
+        char shape[128];
+        qp_shape_str(t->ndim, t->shape, shape, sizeof shape);
+        qp_tensor_free(t);
+        *out = NULL;
+        return qp_fail(err, QP_E_NOMEM, "tensor '%s' %s %s needs %.3g GB, more "
+                       "than this machine's %.3g GB of memory", name,
+                       qp_dtype_name(d->dtype), shape, (double)n / 1e9,
+                       (double)physical_bytes() / 1e9);
+    }
     t->data = cache_get(c, n);
     if (!t->data)
         t->data = malloc(n);
@@ -102,6 +126,8 @@ void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes)
     struct qp_scratch *s = c->scratch;
     if (!s)
         return NULL;
+    if (bytes > physical_bytes())
+        return NULL; /* callers report it as out of memory */
     if (bytes > s->cap) {
         /* contents need not survive: free first to keep the peak low */
         free(s->buf);

@@ -199,6 +199,17 @@ QP_TEST(ops_resize_modes)
         one_end(&o);
     }
     {
+        /* an output larger than the machine's memory (2^20 x 2^20 floats =
+         * 4 TiB) is refused with its size, before any allocation (libFuzzer
+         * found ASan aborting on the request) */
+        struct qp_tensor *in[3] = {TF32("x", 4, SHAPE(1, 1, 2, 2), VALS(1, 2, 3, 4)),
+                                   TF32("roi", 1, SHAPE(0), NULL),
+                                   TF32("s", 1, SHAPE(4), VALS(1, 1, 524288, 524288))};
+        RUN_FAILS("Resize", 11, 3, in, (void)0, QP_E_NOMEM,
+                  "needs 4.4e+03 GB, more than this machine's");
+        one_end(&o);
+    }
+    {
         /* linear, half_pixel, 2 -> 4: source coords -0.25, 0.25, 0.75, 1.25
          * clamped to [0,1] */
         struct qp_tensor *in[3] = {TF32("x", 3, SHAPE(1, 1, 2), VALS(0, 4)), NULL,
