@@ -164,6 +164,24 @@ static enum qp_status run_float(struct qp_qplan *p, const struct qp_op_ctx *c,
     return st;
 }
 
+enum qp_status qp_qplan_represent(const struct qp_qplan *p, int v,
+                                  const struct qp_tensor *x,
+                                  struct qp_tensor **out, struct qp_error *err)
+{
+    const struct qp_qval *q = &p->v[v];
+    if (q->quant && p->mode == QP_MODE_INT)
+        return qp_qplan_quantize(p, q, x, p->g->values[v].name, out, err);
+    enum qp_status st = qp_tensor_clone(x, out, err);
+    if (st || !q->quant || (*out)->dtype != QP_DTYPE_F32)
+        return st;
+    /* inherited values too: a reference value is not on the grid yet */
+    if (q->as.dynamic)
+        fake_dynamic(p, q, *out);
+    else
+        st = fake_quantize(p, q, (*out)->data, qp_tensor_numel(*out), err);
+    return st;
+}
+
 /* An operator that moves values, on the integers; outputs keep input 0's
  * parameters. */
 static enum qp_status run_pass(struct qp_qplan *p, const struct qp_op_ctx *c,

@@ -75,7 +75,7 @@ static void run(struct qp_test_ctx *ctx, const struct qp_graph *g, int f,
     struct qp_error err;
     struct qp_qdq *q = NULL;
     struct qp_exec_hooks h;
-    struct qp_exec_opts o = {NULL, NULL, NULL, NULL, NULL};
+    struct qp_exec_opts o = {0};
     if (f >= 0) {
         REQUIRE_OK(qp_qdq_new(g, (enum qp_rq_flavor)f, &q, &err), &err);
         qp_qdq_hooks(q, &h);
