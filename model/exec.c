@@ -193,6 +193,23 @@ static enum qp_status check_input_data(const struct qp_op_ctx *c,
     return QP_OK;
 }
 
+/* Infers, allocates and runs the node of c on c->in. */
+static enum qp_status exec_ctx(const struct qp_op_ctx *c, struct qp_tensor **out,
+                               struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    for (int k = 0; k < n->n_out; k++)
+        out[k] = NULL;
+    enum qp_status st = check_input_data(c, err);
+    if (!st)
+        st = alloc_outputs(c, NULL, out, err);
+    if (!st)
+        st = n->def->run(c, out, err);
+    if (st)
+        free_outputs(out, n->n_out);
+    return st;
+}
+
 enum qp_status qp_exec_node(const struct qp_graph *g, int node,
                             const struct qp_tensor *const *in,
                             struct qp_scratch *scratch, struct qp_pool *pool,
@@ -201,18 +218,20 @@ enum qp_status qp_exec_node(const struct qp_graph *g, int node,
     const struct qp_node *n = &g->nodes[node];
     struct qp_scratch own = {0};
     struct qp_op_ctx c = {g, node, n, in, n->n_in, scratch ? scratch : &own,
-                          pool};
-    for (int k = 0; k < n->n_out; k++)
-        out[k] = NULL;
-    enum qp_status st = check_input_data(&c, err);
-    if (!st)
-        st = alloc_outputs(&c, NULL, out, err);
-    if (!st)
-        st = n->def->run(&c, out, err);
-    if (st)
-        free_outputs(out, n->n_out);
+                          pool, NULL};
+    enum qp_status st = exec_ctx(&c, out, err);
     qp_scratch_release(&own);
     return st;
+}
+
+enum qp_status qp_exec_node_as(const struct qp_op_ctx *c,
+                               const struct qp_tensor *const *in,
+                               struct qp_tensor **out, struct qp_error *err)
+{
+    struct qp_op_ctx d = *c;
+    d.in = in;
+    d.n_in = c->n->n_in;
+    return exec_ctx(&d, out, err);
 }
 
 /* ---- the run ----------------------------------------------------------- */
@@ -360,7 +379,8 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
             return qp_fail(err, QP_E_INVAL, "node '%s': input '%s' was not "
                            "computed", n->name, g->values[v].name);
     }
-    struct qp_op_ctx c = {g, node, n, in, n->n_in, &r->scratch, r->pool};
+    struct qp_op_ctx c = {g, node, n, in, n->n_in, &r->scratch, r->pool,
+                          r->opts ? r->opts->state : NULL};
     memset(out, 0, sizeof out);
     bool done = false;
     enum qp_status st = h && h->map_inputs ? h->map_inputs(h->ctx, &c, in, err)

@@ -75,6 +75,8 @@ struct qp_exec_opts {
     void (*on_release)(void *ctx, const struct qp_graph *g, int value,
                        struct qp_tensor *t);
     void *release_ctx;
+    /* handed to every operator as qp_op_ctx.state (model/op.h) */
+    void *state;
 };
 
 struct qp_exec_stats {
@@ -129,6 +131,12 @@ enum qp_status qp_exec_node(const struct qp_graph *g, int node,
                             const struct qp_tensor *const *in,
                             struct qp_scratch *scratch, struct qp_pool *pool,
                             struct qp_tensor **out, struct qp_error *err);
+
+/* qp_exec_node with c's graph, node, scratch, pool and state: how a hook
+ * runs the node's own operator on other inputs. */
+enum qp_status qp_exec_node_as(const struct qp_op_ctx *c,
+                               const struct qp_tensor *const *in,
+                               struct qp_tensor **out, struct qp_error *err);
 
 /* Scratch memory shared by the nodes of a run. */
 struct qp_scratch {

@@ -77,7 +77,7 @@ static enum qp_status infer_node(struct state *s, int i, struct qp_error *err)
     }
     struct qp_tdesc out[QP_OP_MAX_IO];
     memset(out, 0, sizeof out);
-    struct qp_op_ctx c = {g, i, n, in, n->n_in, NULL, NULL};
+    struct qp_op_ctx c = {g, i, n, in, n->n_in, NULL, NULL, NULL};
     enum qp_status st = n->def->infer(&c, out, err);
     if (st)
         return st;

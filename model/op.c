@@ -79,7 +79,7 @@ enum qp_status qp_op_check(const struct qp_graph *g, int node,
 {
     const struct qp_node *n = &g->nodes[node];
     const struct qp_op_def *d = n->def;
-    struct qp_op_ctx c = {g, node, n, NULL, 0, NULL, NULL};
+    struct qp_op_ctx c = {g, node, n, NULL, 0, NULL, NULL, NULL};
     int last_in = n->n_in;
     while (last_in > 0 && n->in[last_in - 1] < 0)
         last_in--;

@@ -44,6 +44,9 @@ struct qp_op_ctx {
     int n_in;
     struct qp_scratch *scratch;        /* NULL during static inference */
     struct qp_pool *pool;              /* threads for the run; may be NULL */
+    /* the run's state for stateful operators (an LLM's KV cache): what
+     * qp_exec_opts.state gives; NULL during inference and folding */
+    void *state;
 };
 
 struct qp_attr_spec {

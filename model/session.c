@@ -201,8 +201,8 @@ static enum qp_status calib_run(struct qp_session *s, size_t first,
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     enum qp_status st = QP_OK;
     for (size_t i = 0; !st && i < s->ncalib; i++) {
-        struct qp_exec_opts eo = {"*", calib_capture, &cp, NULL, NULL, NULL,
-                                  NULL, NULL, NULL};
+        struct qp_exec_opts eo = {.capture = "*", .on_capture = calib_capture,
+                                  .capture_ctx = &cp};
         st = qp_exec_run(g, (const struct qp_tensor *const *)s->calib[i],
                          g->n_inputs, &eo, outs, NULL, err);
         for (int k = 0; k < g->n_outputs; k++) {

@@ -164,6 +164,8 @@ struct qp_session_run_opts {
     /* The memo is filled from a run without fused passes, so that every
      * value materializes (more reuse later, one slower run now). */
     bool no_fusion;
+    /* the run's state for stateful operators (qp_op_ctx.state) */
+    void *state;
 };
 
 struct qp_session_run_stats {

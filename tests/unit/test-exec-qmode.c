@@ -94,7 +94,7 @@ static long node_lsb(struct qp_qplan *ip, int i, const struct store *s,
             worst = -1;
     }
     struct qp_scratch scratch = {0};
-    struct qp_op_ctx c = {g, i, n, in, n->n_in, &scratch, NULL};
+    struct qp_op_ctx c = {g, i, n, in, n->n_in, &scratch, NULL, NULL};
     if (worst >= 0 && qp_qplan_run_int(ip, &c, out, err))
         worst = -1;
     for (int k = 0; worst >= 0 && k < n->n_out; k++) {
