@@ -155,24 +155,14 @@ enum qp_status qp_plot_depth(const char *out, const struct qp_depth_plot *p,
                        MAX_SERIES);
     double bottom, top;
     yrange(p, &bottom, &top);
-    char *dat = NULL, *body = NULL;
-    size_t dlen, blen;
-    FILE *d = open_memstream(&dat, &dlen);
-    FILE *b = d ? open_memstream(&body, &blen) : NULL;
-    if (!d || !b) {
-        if (d)
-            fclose(d);
-        free(dat);
-        return qp_fail(err, QP_E_NOMEM, "out of memory");
-    }
+    struct qp_plot_text t;
+    enum qp_status st = qp_plot_text_open(&t, err);
+    if (st)
+        return st;
+    FILE *d = t.dat, *b = t.body;
     size_t *rank = calloc(p->n + 1, sizeof *rank);
-    if (!rank) {
-        fclose(d);
-        fclose(b);
-        free(dat);
-        free(body);
-        return qp_fail(err, QP_E_NOMEM, "out of memory");
-    }
+    if (!rank)
+        return qp_plot_text_render(&t, out, true, pending, err);
     for (size_t r = 0; r < p->nmarked; r++)
         if (p->marked[r] < p->n)
             rank[p->marked[r]] = r + 1;
@@ -209,10 +199,6 @@ enum qp_status qp_plot_depth(const char *out, const struct qp_depth_plot *p,
                    "pt 6 ps 2 lw 2 lc rgb '#cc3311' title 'worst'",
                 3 + 2 * p->nseries);
     fputc('\n', b);
-    int bad = fclose(d) | fclose(b);
-    enum qp_status st = bad ? qp_fail(err, QP_E_NOMEM, "out of memory")
-                            : qp_plot_render(out, dat, body, pending, err);
-    free(dat);
-    free(body);
+    st = qp_plot_text_render(&t, out, false, pending, err);
     return st;
 }

@@ -210,3 +210,35 @@ enum qp_status qp_plot_render(const char *out, const char *dat,
     *pending = p;
     return QP_OK;
 }
+
+enum qp_status qp_plot_text_open(struct qp_plot_text *t, struct qp_error *err)
+{
+    *t = (struct qp_plot_text){0};
+    t->dat = open_memstream(&t->dbuf, &t->dlen);
+    t->body = t->dat ? open_memstream(&t->bbuf, &t->blen) : NULL;
+    if (!t->body) {
+        if (t->dat)
+            fclose(t->dat);
+        free(t->dbuf);
+        *t = (struct qp_plot_text){0};
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
+    return QP_OK;
+}
+
+enum qp_status qp_plot_text_render(struct qp_plot_text *t, const char *out,
+                                   bool fail, struct qp_plot **pending,
+                                   struct qp_error *err)
+{
+    *pending = NULL;
+    int bad = fclose(t->dat) | fclose(t->body);
+    enum qp_status st = fail ? QP_E_NOMEM
+                      : bad ? qp_fail(err, QP_E_NOMEM, "out of memory")
+                            : qp_plot_render(out, t->dbuf, t->bbuf, pending, err);
+    if (fail)
+        qp_fail(err, QP_E_NOMEM, "out of memory");
+    free(t->dbuf);
+    free(t->bbuf);
+    *t = (struct qp_plot_text){0};
+    return st;
+}

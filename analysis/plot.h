@@ -41,6 +41,22 @@ enum qp_status qp_plot_commit(struct qp_plot *p, struct qp_error *err);
 /* Removes the temporary files; frees p. NULL is ignored. */
 void qp_plot_abort(struct qp_plot *p);
 
+/* The two texts a plot is made of, written with stdio into memory. */
+struct qp_plot_text {
+    FILE *dat, *body;
+    char *dbuf, *bbuf;
+    size_t dlen, blen;
+};
+
+/* Opens both streams; QP_E_NOMEM when they cannot be. */
+enum qp_status qp_plot_text_open(struct qp_plot_text *t, struct qp_error *err);
+
+/* Closes both streams and renders them (qp_plot_render) unless fail is
+ * set; frees the texts either way. */
+enum qp_status qp_plot_text_render(struct qp_plot_text *t, const char *out,
+                                   bool fail, struct qp_plot **pending,
+                                   struct qp_error *err);
+
 /* Writes s as a single-quoted gnuplot string ('' for a quote). */
 void qp_plot_quote(FILE *f, const char *s);
 
