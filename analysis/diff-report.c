@@ -165,7 +165,8 @@ enum qp_status qp_diff_plot(const char *out, const char *title,
     if (!st) {
         struct qp_depth_series s = {"SQNR", v};
         struct qp_depth_plot p = {title, "SQNR (dB)", n, names,
-                                  blocks ? block : NULL, &s, 1, marked, nm};
+                                  blocks ? block : NULL, &s, 1, marked, nm,
+                                  NULL};
         st = qp_plot_depth(out, &p, pending, err);
     }
     free(order);

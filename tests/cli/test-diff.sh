@@ -277,9 +277,9 @@ test_diff_plot_png_svg_and_script() {
     # the data: dump order (same, then x: natural order of the files), the
     # worst (x) marked, the inf drawn at the top as kind 1
     assert_eq "$(grep -c '"x"' p.dat)" 1
-    # columns: index block value kind worst_rank name
-    assert_eq "$(awk '$6 == "\"x\"" {print $1, $2, $4, $5}' p.dat)" "1 -1 0 1"
-    assert_eq "$(awk '$6 == "\"same\"" {print $1, $2, $4, $5}' p.dat)" "0 -1 1 0"
+    # columns: index block value kind worst_rank mark_y name
+    assert_eq "$(awk '$7 == "\"x\"" {print $1, $2, $4, $5}' p.dat)" "1 -1 0 1"
+    assert_eq "$(awk '$7 == "\"same\"" {print $1, $2, $4, $5}' p.dat)" "0 -1 1 0"
     # the kept script draws it again
     rm p.png
     gnuplot p.gp
@@ -310,7 +310,7 @@ test_diff_plot_hundreds_of_tensors_stays_readable() {
     # one dotted line per block boundary (12 blocks) and block numbers
     assert_eq "$(grep -c "nohead dt 3" p.gp)" 11
     assert_contains p.gp "set label 'L11'"
-    assert_eq "$(awk '$6 == "\"model.layers.7.up\"" {print $2}' p.dat)" 7
+    assert_eq "$(awk '$7 == "\"model.layers.7.up\"" {print $2}' p.dat)" 7
     [ -s p.png ] || fail "no plot"
 }
 
