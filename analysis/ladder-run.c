@@ -49,8 +49,9 @@ enum qp_status qp_ladder_make_rungs(struct qp_session *s,
     enum qp_status st = qp_session_load_inputs(s, b->inputs, (int)b->ninputs,
                                                &feed, err);
     for (int m = 0; !st && m < 2; m++) {
-        struct qp_session_cfg cfg = {m ? QP_MODE_INT : QP_MODE_FAKE, b->scheme,
-                                     b->recipe, NULL, b->flavor, b->flavor_given};
+        struct qp_session_cfg cfg = {.mode = m ? QP_MODE_INT : QP_MODE_FAKE,
+            .scheme = b->scheme, .recipe = b->recipe, .flavor = b->flavor,
+            .flavor_given = b->flavor_given};
         st = qp_session_plan(s, &cfg, &plan[m], err);
     }
     for (size_t k = 0; !st && k < want; k++) {

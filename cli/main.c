@@ -21,6 +21,8 @@ static const struct {
     {"diff", cmd_diff, "per-tensor error metrics between two dumps, worst first"},
     {"ladder", cmd_ladder, "bisection ladder: where along fp32 -> fake -> int "
                            "-> device the error jumps"},
+    {"detect", cmd_detect, "which requantization flavor reproduces a device's "
+                           "integer dump"},
     {"sensitivity", cmd_sensitivity, "quantize one layer at a time and rank "
                                      "the damage, with a hint per layer"},
     {"recipe", cmd_recipe, "(not yet) search a mixed-precision recipe priced "

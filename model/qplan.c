@@ -283,7 +283,7 @@ enum qp_status qp_qplan_new(const struct qp_graph *g,
     p->g = g;
     p->mode = o->mode;
     p->flavor = o->flavor;
-    p->qa = qp_qa_for_requant(o->flavor);
+    p->qa = o->qa_given ? o->qa : qp_qa_for_requant(o->flavor);
     p->round = flavor_round(o->flavor);
     p->wcache = o->wcache;
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
@@ -346,7 +346,8 @@ enum qp_status qp_qplan_calibrate(struct qp_qplan *p,
                                      sizeof *outs);
     if (!outs)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    struct qp_exec_opts eo = {.capture = "*", .on_capture = observe, .capture_ctx = p};
+    struct qp_exec_opts eo = {.capture = "*", .on_capture = observe,
+        .capture_ctx = p};
     enum qp_status st = qp_exec_run(g, inputs, g->n_inputs, &eo, outs, NULL, err);
     for (int k = 0; k < g->n_outputs; k++)
         qp_tensor_free(outs[k]);
@@ -522,6 +523,7 @@ static uint64_t mode_sig(const struct qp_qplan *p)
 {
     uint64_t h = mix(0xcbf29ce484222325ull, (uint64_t)p->mode);
     h = mix(h, (uint64_t)p->flavor);
+    h = mix(h, (uint64_t)p->qa);
     return mix(h, (uint64_t)p->round);
 }
 
