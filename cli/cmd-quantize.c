@@ -17,9 +17,11 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "formats/csv.h"
+#include "formats/dump-gguf.h"
 #include "formats/dump.h"
 #include "formats/npy.h"
 #include "formats/onnx.h"
+#include "quant/ggml-quant.h"
 #include "quant/recipe.h"
 #include "quant/rtn.h"
 
@@ -29,7 +31,7 @@ static const struct qp_cli_opt opts[] = {
     {"recipe", 'r', true, "R", "recipe JSON: a scheme (or \"fp32\") per tensor "
                                "glob"},
     {"output", 'o', true, "OUT", "output checkpoint: .safetensors, .npz, .h5, "
-                                 "or a directory of .npy"},
+                                 ".gguf, or a directory of .npy"},
     {"fake", 0, false, NULL, "write dequantized FP32 tensors (same names and "
                              "shapes) instead of integers"},
     {"report", 0, true, "CSV", "per-tensor error and size report"},
@@ -63,7 +65,10 @@ static const struct qp_cli cli = {
     "Schemes: w BITS (t | c | g N) [z | n] [@rtn | @mse], BITS 2..8 or 16;\n"
     "t per-tensor, c per output channel, g N groups of N along the input axis\n"
     "(a last partial group is allowed); z asymmetric (unsigned), n narrow\n"
-    "symmetric; @mse searches the clipping range per channel/group.\n\n"
+    "symmetric; @mse searches the clipping range per channel/group.\n"
+    "q8_0, q4_0, q4_1, q5_0, q4_k, q6_k: ggml's block types, quantized as\n"
+    "ggml's reference code does (rows along the input axis); their blocks\n"
+    "go to a .gguf OUT (rows must be the tensor's last axis), or --fake.\n\n"
     "OUT holds each quantized tensor as integers (packed below 8 bits) with\n"
     "NAME.scale and NAME.zero_point, and its scheme in the metadata key\n"
     "scheme:NAME; the report counts scales at 4 bytes and zero points at the\n"
@@ -185,6 +190,48 @@ static int refuse_gptq(const struct qp_scheme *s, const char *where)
     return QP_EXIT_FAIL;
 }
 
+/* GGUF outputs hold ggml block types and plain tensors only; a ggml scheme
+ * needs a GGUF output (or --fake), with rows on the tensor's last axis
+ * (GGUF's ne0) that divide into blocks. */
+static int check_gguf(const struct quantize *q, const struct qp_tensor *e,
+                      const struct qp_scheme *s)
+{
+    bool gguf = q->w->format == QP_DUMP_GGUF;
+    char name[QP_SCHEME_MAX + 1];
+    qp_scheme_format(s, name, sizeof name);
+    if (s->w.family != QP_WFAMILY_GGML) {
+        if (!gguf)
+            return QP_EXIT_OK;
+        const struct qp_ggml_type_info *ti =
+            qp_ggml_type_info(qp_ggml_nearest(&s->w));
+        qp_cli_error("'%s': tensor '%s': scheme '%s' has no GGUF type; the "
+                     "nearest is %s (or use --fake)", q->out, e->name, name,
+                     ti->scheme ? ti->scheme : ti->name);
+        return QP_EXIT_FAIL;
+    }
+    if (!gguf) {
+        qp_cli_error("'%s': tensor '%s': scheme '%s' is a ggml block type, "
+                     "which only a .gguf output holds; write -o NAME.gguf, or "
+                     "use --fake", q->out, e->name, name);
+        return QP_EXIT_FAIL;
+    }
+    int oa, ia;
+    qp_wlayout_axes(opts_for(q, e->name).layout, e->ndim, &oa, &ia);
+    if (e->ndim > 1 && ia != e->ndim - 1) {
+        qp_cli_error("'%s': tensor '%s': its input axis is %d, but GGUF rows "
+                     "are a tensor's last axis; store it as [out, in], or use "
+                     "--fake", q->model, e->name, ia);
+        return QP_EXIT_FAIL;
+    }
+    struct qp_error err;
+    char what[300];
+    snprintf(what, sizeof what, "'%s': tensor '%s'", q->model, e->name);
+    if (qp_ggml_check_row(s->w.ggml, e->ndim ? e->shape[e->ndim - 1] : 1,
+                          e->ndim - 1, what, &err))
+        return qp_cli_fail(&err);
+    return QP_EXIT_OK;
+}
+
 /* Refuses, before anything is written, what would fail half-way: in an
  * npy directory (companion tensors only, no per-tensor metadata) a partial
  * last group the scale shape cannot express and packed types; names taken
@@ -196,6 +243,11 @@ static int check_plan(const struct quantize *q)
         const struct qp_scheme *s = pick(q, e);
         if (!s || q->fake)
             continue;
+        int rc = check_gguf(q, e, s);
+        if (rc)
+            return rc;
+        if (s->w.family == QP_WFAMILY_GGML)
+            continue; /* no scales, no companions */
         struct qp_qgeom g;
         struct qp_error err;
         if (qp_qgeom_init(&g, e->ndim, e->shape, s->w.gran, s->w.group,
@@ -246,6 +298,19 @@ static int check_plan(const struct quantize *q)
     return QP_EXIT_OK;
 }
 
+/* Bytes t costs under scheme s (quantized to qt), or as it is. */
+static double cost(const struct quantize *q, const struct qp_tensor *t,
+                   const struct qp_scheme *s, const struct qp_tensor *qt)
+{
+    size_t b = t->nbytes;
+    if (s && s->w.family == QP_WFAMILY_GGML)
+        qp_ggml_weight_bytes(s->w.ggml, t->ndim, t->shape,
+                             opts_for(q, t->name).layout, &b);
+    else if (s)
+        b = qp_rtn_bytes(qt);
+    return (double)b;
+}
+
 /* ---- report ------------------------------------------------------------- */
 
 /* One report row: ref is the original tensor, s the scheme and qt the
@@ -277,7 +342,7 @@ static enum qp_status report_row(const struct quantize *q,
     qp_csv_num(q->rep, s ? qp_metrics_mae(&m) : 0);
     qp_csv_num(q->rep, m.max_abs_err);
     qp_csv_int(q->rep, (int64_t)qp_tensor_numel(ref) * 4);
-    qp_csv_int(q->rep, (int64_t)(s ? qp_rtn_bytes(qt) : ref->nbytes));
+    qp_csv_int(q->rep, (int64_t)cost(q, ref, s, qt));
     qp_csv_end_row(q->rep);
     return QP_OK;
 }
@@ -302,6 +367,25 @@ static enum qp_status record_scheme(struct quantize *q, const char *name,
     return st;
 }
 
+/* A ggml scheme into a GGUF output: t's blocks go to the writer, *fake
+ * gets their decoded values (for the report). */
+static enum qp_status ggml_blocks(struct quantize *q, const struct qp_tensor *t,
+                                  const struct qp_scheme *s,
+                                  struct qp_tensor **fake, struct qp_error *err)
+{
+    struct qp_ggml_data d;
+    enum qp_status st = qp_ggml_quantize_tensor(t, s->w.ggml, &d, err);
+    if (!st)
+        st = qp_dump_gguf_add_ggml(q->w, t->name, &d, err);
+    if (!st)
+        st = qp_tensor_new(t->name, QP_DTYPE_F32, t->ndim, t->shape, fake, err);
+    if (!st)
+        qp_ggml_dequantize_row(s->w.ggml, d.data, (*fake)->data,
+                               (int64_t)qp_tensor_numel(t));
+    free(d.data);
+    return st;
+}
+
 /* Quantizes (or copies) entry i into the writer. */
 static enum qp_status one(struct quantize *q, size_t i, struct qp_error *err)
 {
@@ -311,7 +395,11 @@ static enum qp_status one(struct quantize *q, size_t i, struct qp_error *err)
         return st;
     const struct qp_scheme *s = pick(q, t);
     const struct qp_tensor *out = t;
-    if (s) {
+    bool blocks = s && s->w.family == QP_WFAMILY_GGML && !q->fake;
+    if (blocks) {
+        st = ggml_blocks(q, t, s, &qt, err);
+        out = NULL;
+    } else if (s) {
         struct qp_wquant_opts o = opts_for(q, t->name);
         st = qp_rtn_quantize(t, &s->w, &o, &qt, err);
         if (!st && q->fake &&
@@ -320,7 +408,7 @@ static enum qp_status one(struct quantize *q, size_t i, struct qp_error *err)
             qp_tensor_read_f32(qt, 0, qp_tensor_numel(qt), fake->data);
         out = q->fake ? fake : qt;
     }
-    if (!st)
+    if (!st && out)
         st = qp_dump_writer_add(q->w, out, err);
     if (!st && s)
         st = record_scheme(q, t->name, s, err);
@@ -328,7 +416,7 @@ static enum qp_status one(struct quantize *q, size_t i, struct qp_error *err)
         st = report_row(q, t, s, qt, err);
     if (!st) {
         q->bytes_in += (double)t->nbytes;
-        q->bytes_out += s ? (double)qp_rtn_bytes(qt) : (double)t->nbytes;
+        q->bytes_out += cost(q, t, s, qt);
         if (s)
             q->quantized++;
         else

@@ -92,6 +92,18 @@ const char *qp_ggml_id_name(uint32_t id);
  * of the block size, or the size overflows. */
 bool qp_ggml_row_bytes(enum qp_ggml_type t, int64_t n, size_t *out);
 
+/* A tensor's data in a ggml type, as GGUF holds it: ne in ggml order
+ * (ne[0] innermost: a torch [out, in] weight has ne = {in, out}), the
+ * blocks (or plain elements) of every row in order. */
+#define QP_GGML_MAX_DIMS 8
+struct qp_ggml_data {
+    enum qp_ggml_type type;
+    int ndim;                    /* 1..QP_GGML_MAX_DIMS */
+    int64_t ne[QP_GGML_MAX_DIMS];
+    void *data;                  /* nbytes; owned by whoever filled it */
+    size_t nbytes;
+};
+
 /* ---- block structs (ggml-common.h's layouts) ---------------------------- */
 
 #define QP_QK8_0 32

@@ -10,6 +10,8 @@
 #include "core/size.h"
 #include "quant/ggml-kquant.h"
 
+_Static_assert(QP_GGML_MAX_DIMS == QP_MAX_DIMS, "ggml data holds any tensor");
+
 /* (int8_t)v as ggml's x86-64 build computes it: a truncating cvttss2si,
  * whose result for NaN and out-of-range values is INT32_MIN, of which the
  * int8 keeps the low byte (0). C leaves those cases undefined, hence the
@@ -171,6 +173,26 @@ enum qp_ggml_type qp_ggml_fallback(enum qp_ggml_type t, int64_t row)
     enum qp_ggml_type f = t == QP_GGML_Q4_K ? QP_GGML_Q5_0
                         : t == QP_GGML_Q6_K ? QP_GGML_Q8_0 : QP_GGML_F16;
     return row % qp_ggml_type_info(f)->block == 0 ? f : QP_GGML_F16;
+}
+
+enum qp_ggml_type qp_ggml_nearest(const struct qp_wscheme *ws)
+{
+    if (ws->family == QP_WFAMILY_GGML)
+        return ws->ggml;
+    unsigned b = ws->f.bits;
+    if (b >= 16)
+        return QP_GGML_F16;
+    if (b >= 8)
+        return QP_GGML_Q8_0;
+    if (b >= 6)
+        return QP_GGML_Q6_K;
+    if (b == 5)
+        return QP_GGML_Q5_0;
+    if (b == 4 && !ws->f.asym)
+        return QP_GGML_Q4_0;
+    if (b == 4 && ws->gran == QP_GRAN_GROUP && ws->group < QP_QK_K)
+        return QP_GGML_Q4_1;
+    return QP_GGML_Q4_K;
 }
 
 enum qp_status qp_ggml_check_row(enum qp_ggml_type t, int64_t row, int axis,

@@ -67,6 +67,13 @@ bool qp_ggml_type_from_scheme(const char *s, size_t len, enum qp_ggml_type *out)
  * divides. */
 enum qp_ggml_type qp_ggml_fallback(enum qp_ggml_type t, int64_t row);
 
+/* The ggml type closest to integer scheme ws, for messages refusing a
+ * scheme GGUF cannot hold: w8 -> q8_0, w6/w7 -> q6_k, w5 -> q5_0,
+ * symmetric w4 -> q4_0, asymmetric w4 -> q4_1 (groups below 256) or q4_k,
+ * w2/w3 -> q4_k (the smallest type here), w16 -> f16; a ggml scheme's own
+ * type. */
+enum qp_ggml_type qp_ggml_nearest(const struct qp_wscheme *ws);
+
 /* Fails with QP_E_SHAPE when rows of `row` values cannot be stored as t:
  * "tensor 'NAME': rows of 100 values (axis 1) are not a multiple of q4_K's
  * block of 256; llama.cpp falls back to q5_0 (use it, or fp32 in a
@@ -81,20 +88,10 @@ enum qp_status qp_ggml_check_row(enum qp_ggml_type t, int64_t row, int axis,
 bool qp_ggml_weight_bytes(enum qp_ggml_type t, int ndim, const int64_t *shape,
                           enum qp_wlayout l, size_t *out);
 
-/* Raw ggml data of a tensor: ne in ggml order (ne[0] innermost: a torch
- * [out, in] weight has ne = {in, out}), the blocks (or plain elements) of
- * every row in order. */
-struct qp_ggml_data {
-    enum qp_ggml_type type;
-    int ndim;                    /* 1..QP_MAX_DIMS (a scalar is [1]) */
-    int64_t ne[QP_MAX_DIMS];
-    void *data;                  /* nbytes, owned (free()) */
-    size_t nbytes;
-};
-
 /* Quantizes (or converts) float tensor w (any float dtype) to type t, rows
  * being w's last, contiguous axis, as GGUF stores a tensor: what an export
- * writes. *out is filled (out->data belongs to the caller). QP_E_SHAPE
+ * writes (struct qp_ggml_data: core/ggml-block.h; ne = w's shape reversed,
+ * a scalar as [1]). *out is filled (out->data belongs to the caller). QP_E_SHAPE
  * when the last axis does not divide into blocks (qp_ggml_check_row's
  * message), QP_E_INVAL for a non-finite value or a block whose fp16 scale
  * overflows (|values| beyond about 65504 times the type's range), naming
