@@ -87,3 +87,21 @@ test_gguf_malformed_files() {
     assert_exit 1 "$QPROBE" diff v1.gguf "$GGUF_IN"
     assert_contains err "'v1.gguf': GGUF version 1 is not supported"
 }
+
+test_gguf_recipe_mixes_types() {
+    cat > r.json <<'JSON'
+{ "qprobe_recipe": 1, "default": "q4_0",
+  "layers": { "d.q4_k": "q6_k", "a.f32": "fp32" } }
+JSON
+    assert_exit 0 "$QPROBE" quantize "$GGUF_IN" --recipe r.json --include d.q4_k \
+        --layout tflite -o mix.gguf --report r.csv
+    assert_eq "$(csv_field r.csv d.q4_k scheme)" "q6_k"
+    assert_eq "$(csv_field r.csv d.q4_k bytes_quantized)" "420"
+    assert_eq "$(csv_field r.csv blk.0.c.q4_0 scheme)" "q4_0"
+    assert_eq "$(csv_field r.csv blk.0.c.q4_0 bytes_quantized)" "72"
+    assert_eq "$(csv_field r.csv a.f32 scheme)" "fp32"
+    assert_exit 0 "$QPROBE" diff "$GGUF_IN" mix.gguf --csv d.csv
+    assert_eq "$(csv_field d.csv blk.0.c.q4_0 max_abs)" "0"
+    sq=$(csv_field d.csv d.q4_k sqnr_db)
+    awk -v s="$sq" 'BEGIN { exit !(s > 25 && s < 60) }' || fail "q6_k sqnr $sq"
+}

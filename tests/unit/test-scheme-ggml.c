@@ -2,6 +2,7 @@
  * (q8_0, q4_0, q4_1, q5_0, q4_k, q6_k), alone and with an activation part. */
 #include <string.h>
 
+#include "quant/recipe.h"
 #include "quant/scheme.h"
 #include "tests/test.h"
 
@@ -94,4 +95,28 @@ QP_TEST(scheme_ggml_errors)
     ERR("q8_0+", "expected 'a' and the activation bits", 5);
     ERR("q8_0+a8d:kl", "a range applies to static ('t') activations only", 8);
     ERR("Q4_K", "expected 'w'", 0);
+}
+
+/* A llama.cpp-style mix (Q4_K_M-like: q6_k for some tensors) as a recipe. */
+QP_TEST(scheme_ggml_in_recipes)
+{
+    static const char text[] =
+        "{\"qprobe_recipe\": 1, \"default\": \"q4_k\", \"layers\": {"
+        "\"*.ffn_down\": \"q6_k\", \"output\": \"q8_0+a8d\", "
+        "\"*.attn_norm\": \"fp32\"}}";
+    struct qp_recipe *r;
+    struct qp_error err;
+    REQUIRE_OK(qp_recipe_parse(text, "'r.json'", &r, &err), &err);
+    const struct qp_recipe_rule *m = qp_recipe_lookup(r, "blk.3.ffn_down.weight");
+    CHECK(m && !m->fp32 && m->scheme.w.ggml == QP_GGML_Q6_K);
+    m = qp_recipe_lookup(r, "output.weight");
+    CHECK(m && m->scheme.w.ggml == QP_GGML_Q8_0 && m->scheme.has_acts);
+    m = qp_recipe_lookup(r, "blk.0.attn_q.weight");
+    CHECK(m && m->scheme.w.family == QP_WFAMILY_GGML &&
+          m->scheme.w.ggml == QP_GGML_Q4_K);
+    qp_recipe_free(r);
+    static const char bad[] =
+        "{\"qprobe_recipe\": 1, \"layers\": {\"*.ffn_up\": \"q3_k\"}}";
+    CHECK_FAILS(qp_recipe_parse(bad, "'r.json'", &r, &err), QP_E_FORMAT, &err,
+                "unknown ggml type 'q3_k'");
 }
