@@ -1,11 +1,8 @@
-/* cli/cmd-ladder.c: placeholder until the command is written. */
+/* cli/cmd-ladder.c: placeholder until the command is built. */
 #include "cli/cli.h"
 #include "cli/commands.h"
 
 int cmd_ladder(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    qp_cli_error("'ladder' is not implemented yet");
-    return QP_EXIT_FAIL;
+    return qp_cli_not_yet("ladder", "bisection ladder: where along a chain of dumps the error jumps", argc, argv);
 }

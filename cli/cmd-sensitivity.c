@@ -1,11 +1,8 @@
-/* cli/cmd-sensitivity.c: placeholder until the command is written. */
+/* cli/cmd-sensitivity.c: placeholder until the command is built. */
 #include "cli/cli.h"
 #include "cli/commands.h"
 
 int cmd_sensitivity(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    qp_cli_error("'sensitivity' is not implemented yet");
-    return QP_EXIT_FAIL;
+    return qp_cli_not_yet("sensitivity", "quantize one layer at a time and rank the damage", argc, argv);
 }

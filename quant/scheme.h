@@ -108,9 +108,24 @@ struct qp_scheme {
 enum qp_status qp_scheme_parse(const char *s, struct qp_scheme *out, int *pos,
                                struct qp_error *err);
 
+/* Parses an activation part alone ("a16t", "a8tz:kl"), as it follows '+'
+ * in a scheme; errors as qp_scheme_parse's. */
+enum qp_status qp_ascheme_parse(const char *s, struct qp_ascheme *out, int *pos,
+                                struct qp_error *err);
+
+/* Writes the canonical form of an activation part ("a8t:kl") into buf. */
+void qp_ascheme_format(const struct qp_ascheme *a, char *buf, size_t size);
+
 /* Writes the canonical form of s into buf (QP_SCHEME_MAX bytes suffice).
  * s must be valid (as produced by qp_scheme_parse). */
 void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size);
+
+/* True when a and b quantize weights the same way: every field that
+ * matters (the ggml type of a ggml scheme, bits, symmetry, granularity,
+ * group, algorithm), compared one by one (the struct has padding). A ggml
+ * scheme and the integer scheme with the same nominal fields (q4_1 and
+ * w4g32z) differ. */
+bool qp_wscheme_equal(const struct qp_wscheme *a, const struct qp_wscheme *b);
 
 /* Names: "t"/"c"/"g", "rtn"/"mse"/"gptq", "minmax"/"ema"/"pct"/"mse"/"kl". */
 const char *qp_gran_name(enum qp_gran g);

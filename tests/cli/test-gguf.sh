@@ -64,7 +64,7 @@ test_gguf_quantize_refusals() {
     assert_exit 1 "$QPROBE" quantize "$GGUF_IN" --scheme q8_0 --exclude a.f32 \
         --include d.q4_k -o x.gguf
     assert_contains err "tensor 'd.q4_k': its input axis is 1, but GGUF rows are a tensor's last axis"
-    assert_exit 1 "$QPROBE" quantize "$GGUF_IN" --scheme q4_k@mse -o x.gguf
+    assert_exit 2 "$QPROBE" quantize "$GGUF_IN" --scheme q4_k@mse -o x.gguf
     assert_contains err "a ggml type takes no '@' algorithm"
     [ ! -e x.gguf ] && [ ! -e x.safetensors ] || fail "output left behind"
     no_tmp_left .

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "model/graph.h"
+#include "model/wcache.h"
 #include "quant/ggml-quant.h"
 #include "quant/rtn.h"
 #include "quant/scheme.h"
@@ -219,4 +221,40 @@ QP_TEST(ggml_quantize_tensor_f16_and_rank1)
     free(b.data);
     qp_tensor_free(h);
     qp_tensor_free(f);
+}
+
+/* The weight cache keys on the whole scheme: q4_1 and w4g32z share their
+ * nominal fields (4 bits, asymmetric, groups of 32) but not their values. */
+QP_TEST(ggml_scheme_is_its_own_cache_entry)
+{
+    struct qp_scheme a, b, c;
+    struct qp_error err;
+    REQUIRE_OK(qp_scheme_parse("q4_1", &a, NULL, &err), &err);
+    REQUIRE_OK(qp_scheme_parse("w4g32z", &b, NULL, &err), &err);
+    REQUIRE_OK(qp_scheme_parse("q4_1+a8t", &c, NULL, &err), &err);
+    CHECK(a.w.f.bits == b.w.f.bits && a.w.f.asym == b.w.f.asym &&
+          a.w.gran == b.w.gran && a.w.group == b.w.group);
+    CHECK(!qp_wscheme_equal(&a.w, &b.w));
+    CHECK(qp_wscheme_equal(&a.w, &c.w));
+    struct qp_graph *g;
+    REQUIRE_OK(qp_graph_new("g", &g, &err), &err);
+    REQUIRE_OK(qp_graph_add_const(g, make("w", 2, 64), &err), &err);
+    int v = qp_graph_find(g, "w");
+    struct qp_wcache *wc;
+    REQUIRE_OK(qp_wcache_new(&wc, &err), &err);
+    struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
+    const struct qp_wquant *qa, *qb, *qc;
+    REQUIRE_OK(qp_wcache_get(wc, g, v, &a.w, &o, false, &qa, &err), &err);
+    REQUIRE_OK(qp_wcache_get(wc, g, v, &b.w, &o, false, &qb, &err), &err);
+    REQUIRE_OK(qp_wcache_get(wc, g, v, &c.w, &o, false, &qc, &err), &err);
+    CHECK(qa != qb && qa == qc);
+    CHECK_INT(qp_wcache_stats(wc).made, 2);
+    CHECK(memcmp(qa->fake->data, qb->fake->data, 128 * sizeof(float)) != 0);
+    struct qp_tensor *f;
+    REQUIRE_OK(qp_ggml_fake_quantize(g->values[v].konst, QP_GGML_Q4_1,
+                                     QP_WLAYOUT_TORCH, &f, &err), &err);
+    CHECK(!memcmp(qa->fake->data, f->data, 128 * sizeof(float)));
+    qp_tensor_free(f);
+    qp_wcache_free(wc);
+    qp_graph_free(g);
 }
