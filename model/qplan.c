@@ -545,6 +545,8 @@ uint64_t qp_qplan_node_sig(const struct qp_qplan *p, int node)
                        (uint64_t)q->ws.f.narrow << 9 | (uint64_t)q->ws.gran << 16 |
                        (uint64_t)q->ws.algo << 24);
         h = mix(h, (uint64_t)q->ws.group);
+        if (q->ws.family != QP_WFAMILY_INT) /* q4_1 is not w4g32z */
+            h = mix(h, (uint64_t)q->ws.family | (uint64_t)q->ws.ggml << 8);
     }
     for (int k = 0; k < n->n_out; k++)
         if (n->out[k] >= 0)
