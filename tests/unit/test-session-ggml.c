@@ -46,8 +46,8 @@ static struct qp_tensor *run(struct qp_test_ctx *ctx, struct qp_session *s,
     struct qp_splan *p = NULL;
     struct qp_tensor *y = NULL;
     struct qp_session_run_stats rs = {0};
-    struct qp_session_cfg cfg = {QP_MODE_FAKE, &sc, NULL, NULL,
-                                 QP_RQ_TFLITE_DOUBLE, false};
+    struct qp_session_cfg cfg = {.mode = QP_MODE_FAKE, .scheme = &sc,
+                                 .flavor = QP_RQ_TFLITE_DOUBLE};
     struct qp_session_run_opts o = {.memo = m, .record = record,
                                     .no_fusion = record};
     const struct qp_tensor *feed[1] = {x};
