@@ -25,8 +25,8 @@ static const struct {
                            "integer dump"},
     {"sensitivity", cmd_sensitivity, "quantize one layer at a time and rank "
                                      "the damage, with a hint per layer"},
-    {"recipe", cmd_recipe, "(not yet) search a mixed-precision recipe priced "
-                           "in bytes"},
+    {"recipe", cmd_recipe, "search a mixed-precision recipe priced in bytes, "
+                           "validated on held-out data"},
     {"sweep", cmd_sweep, "(not yet) evaluate a grid of schemes into one CSV"},
     {"report", cmd_report, "(not yet) plots and an HTML page from CSV files"},
     {"requant", cmd_requant, "device-exact requantization of int32 "
