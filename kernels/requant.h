@@ -23,7 +23,7 @@
  *   tflite-int64-single same arithmetic as tflite-int64-double (the TFLite
  *                       builds differ only in QuantizeMultiplier)
  *   cmsis-nn-double     as tflite-double, SRDHM without saturation
- *   cmsis-nn-single     as tflite-single, intermediate truncated to 32 bits
+ *   cmsis-nn-single     the same value as tflite-single for every input
  *   cmsis-nn-s64        as tflite-int64, intermediate truncated to 32 bits
  *   gemmlowp            as tflite-double, left shift saturating
  *   xnnpack-fp32        float(x) * scale (float32), clamp, round half even

@@ -86,6 +86,15 @@ const char *qp_test_shared_dir(void)
     return NULL;
 }
 
+const char *qp_test_golden_dir(void)
+{
+    static char path[512];
+    const char *root = getenv("QP_ROOT");
+    snprintf(path, sizeof path, "%s%stests/golden", root ? root : "",
+             root ? "/" : "");
+    return qp_is_dir(path) ? path : NULL;
+}
+
 static bool selected(const char *name, int argc, char **argv)
 {
     if (argc < 2)
