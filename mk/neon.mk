@@ -53,7 +53,7 @@ A64_TEST_SRCS := tests/test.c $(wildcard tests/aarch64/*.c) \
     $(addprefix tests/unit/,test-gemm.c test-conv.c test-requant-simd.c \
       test-requant-flavors.c test-requant-golden.c test-requant-derive.c \
       test-requant-act.c test-kernels-golden.c test-kernels-eltwise.c \
-      test-requant-extremes.c)
+      test-requant-extremes.c test-kern-startup.c)
 # the objects of sources $(2) in variant $(1): obj (as `make`) or obj-ubsan
 a64_objs = $(patsubst %.c,$(A64)/$(1)/%.o,$(2))
 A64_BINS := $(A64)/qprobe-test-aarch64 $(A64)/qprobe-test-aarch64-ubsan
