@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench.h"
 #include "core/parallel.h"
 #include "kernels/conv-f32.h"
 
@@ -62,6 +63,7 @@ static void fill(float *p, size_t n, unsigned seed)
 
 int main(int argc, char **argv)
 {
+    bench_start("bench-conv", argc, argv);
     const char *filter = argc > 1 ? argv[1] : "";
     struct qp_pool *pool = qp_pool_new(0);
     printf("bench-conv: %d threads; SIMD variant vs reference (im2col + "

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "analysis/diff.h"
+#include "bench/bench.h"
 #include "core/fileio.h"
 #include "core/outfile.h"
 #include "core/parallel.h"
@@ -226,8 +227,9 @@ static double time_kernel(qp_metrics_f32_fn k, const float *a, const float *b,
     return best;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bench_start("bench-diff", argc, argv);
     const char *e = getenv("QP_BENCH_MIB");
     size_t mib = e && atoi(e) > 0 ? (size_t)atoi(e) : 64;
     e = getenv("QP_BENCH_REPS");

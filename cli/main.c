@@ -4,6 +4,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "kernels/blas.h"
 #include "kernels/dispatch.h"
 #include "kernels/startup.h"
 
@@ -59,7 +60,8 @@ int main(int argc, char **argv)
         return QP_EXIT_OK;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("qprobe %s\n%s\n", QP_VERSION, qp_kern_describe());
+        printf("qprobe %s\n%s\n%s\n", QP_VERSION, qp_kern_describe(),
+               qp_blas_describe());
         return QP_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -6,7 +6,8 @@
 #include "core/status.h"
 
 /* Before any thread is started or output written, with main's argv:
- * checks QP_THREADS
+ * makes OpenBLAS run the kernels this CPU supports (qp_blas_startup,
+ * kernels/blas.h; it may re-execute the program), then checks QP_THREADS
  * (core/parallel.h) and QP_KERNELS and fills the kernel dispatch table
  * (kernels/dispatch.h). QP_E_INVAL with a message naming the variable
  * when one of them is malformed: the program should stop with it. */

@@ -25,7 +25,8 @@ $(BUILD)/obj/kernels/arm/requant-%.o: CFLAGS += -ffp-contract=off
 #
 # Cross-compiles the integer kernels and their tests for aarch64 and runs
 # them under qemu-aarch64 (natively on an aarch64 machine): static test
-# binaries from core/, kernels/ (minus kernels/blas.c, which needs cblas),
+# binaries from core/, kernels/ (minus kernels/blas.c, which needs cblas:
+# tests/aarch64/blas-none.c stands in for its startup hook),
 # kernels/ref/, kernels/arm/, formats/npy.c, the kernel unit tests of
 # tests/unit/ that need no third-party library, and tests/aarch64/ (with
 # tests/aarch64/json-read.c in place of formats/json.c, which needs cJSON):

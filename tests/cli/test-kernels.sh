@@ -1,14 +1,17 @@
-# The kernel dispatch table and the environment variables that steer it
-# (kernels/dispatch.h, kernels/startup.h), through the real binary.
+# The kernel dispatch table, the BLAS core and the environment variables
+# that steer them (kernels/dispatch.h, kernels/blas.h, kernels/startup.h),
+# through the real binary.
 
-test_version_names_every_family() {
+test_version_names_every_family_and_the_blas() {
     out=$("$QPROBE" --version)
     for f in gemm-s8 depthwise-s8 requant quantize-act lut8 eltwise-f32 \
              conv-f32 metrics; do
         assert_contains "$out" " $f="
     done
-    # one line per part: version, kernels
-    assert_eq "$(printf '%s\n' "$out" | wc -l | tr -d ' ')" 2 "lines"
+    assert_contains "$out" "blas: OpenBLAS"
+    assert_contains "$out" "; core "
+    # one line per part: version, kernels, blas
+    assert_eq "$(printf '%s\n' "$out" | wc -l | tr -d ' ')" 3 "lines"
 }
 
 test_malformed_qp_kernels_is_a_usage_error() {
@@ -35,6 +38,39 @@ test_malformed_qp_threads_is_a_usage_error() {
     done
     assert_exit 0 env QP_THREADS=3 "$QPROBE" --version
     assert_exit 0 env QP_THREADS= "$QPROBE" --version
+}
+
+# The library's fallback cannot be produced on a CPU it knows, so
+# QP_BLAS_ASSUME_CORE makes qprobe act as if OpenBLAS had picked Prescott:
+# qprobe re-executes itself with its own core, keeping the arguments, the
+# exit code and the output (printed once).
+test_blas_fallback_is_replaced_by_the_cpus_core() {
+    want=$(grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
+           grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo &&
+           grep -qw avx512cd /proc/cpuinfo && echo SkylakeX)
+    [ -n "$want" ] || grep -qw avx2 /proc/cpuinfo || return 0 # nothing to replace
+    out=$(QP_BLAS_ASSUME_CORE=Prescott "$QPROBE" --version | grep '^blas:')
+    assert_contains "$out" "set by qprobe: OpenBLAS chose Prescott"
+    [ -z "$want" ] || assert_contains "$out" "core $want ("
+    assert_exit 1 env QP_BLAS_ASSUME_CORE=Prescott "$QPROBE" inspect /no/such/file
+    assert_eq "$(grep -c 'qprobe: error' err)" 1 "error lines"
+    assert_contains "$(cat err)" "/no/such/file"
+    assert_exit 2 env QP_BLAS_ASSUME_CORE=Prescott "$QPROBE" inspect --bogus-option
+}
+
+# A value the user or the machine set is never changed, whatever the
+# library or qprobe would pick.
+test_blas_coretype_from_the_environment_is_kept() {
+    out=$(OPENBLAS_CORETYPE=Haswell QP_BLAS_ASSUME_CORE=Prescott "$QPROBE" --version)
+    assert_contains "$out" "core Haswell (OPENBLAS_CORETYPE=Haswell from the environment)"
+    out=$(OPENBLAS_CORETYPE=Prescott OPENBLAS_L2_SIZE=1048576 "$QPROBE" --version)
+    assert_contains "$out" "core Prescott (OPENBLAS_CORETYPE=Prescott from the environment)"
+    # unset: the library's choice, or qprobe's over a fallback
+    out=$("$QPROBE" --version | grep '^blas:')
+    case "$out" in
+    *"OpenBLAS's own choice"* | *"set by qprobe: OpenBLAS chose"*) ;;
+    *) fail "no reason for the core: $out" ;;
+    esac
 }
 
 # kernels/ref/ is the portable specification: its objects call nothing but
