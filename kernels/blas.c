@@ -239,10 +239,9 @@ void qp_blas_startup(char **argv)
     if (!want || !strstr(openblas_get_config(), "DYNAMIC_ARCH") ||
         !qp_blas_core_outgrown(lib, want))
         return;
-    if (setenv("QP_BLAS_REPLACED", lib, 1) ||
-        setenv("OPENBLAS_CORETYPE", want, 1))
-        return;
-    execv("/proc/self/exe", argv);
+    if (!setenv("QP_BLAS_REPLACED", lib, 1) &&
+        !setenv("OPENBLAS_CORETYPE", want, 1))
+        execv("/proc/self/exe", argv);
     unsetenv("OPENBLAS_CORETYPE"); /* no exec: the library's choice stays */
     unsetenv("QP_BLAS_REPLACED");
 }
