@@ -589,7 +589,9 @@ enum qp_status qp_dump_companions_shaped(const struct qp_tensor *t, int ndim,
     enum qp_status st = qp_tensor_new(name, QP_DTYPE_F32, ndim, shape, scale, err);
     if (!st && q->zero_point) {
         snprintf(name, len, "%s.zero_point", t->name);
-        st = qp_tensor_new(name, QP_DTYPE_I32, ndim, shape, zp, err);
+        /* the narrowest integer type holding them: what a device stores */
+        st = qp_tensor_new(name, qp_dtype_narrowest_int(q->zero_point, q->count),
+                           ndim, shape, zp, err);
     }
     free(name);
     if (!st && qp_tensor_numel(*scale) != q->count)
@@ -602,7 +604,15 @@ enum qp_status qp_dump_companions_shaped(const struct qp_tensor *t, int ndim,
         return st;
     }
     memcpy((*scale)->data, q->scale, q->count * sizeof(float));
-    if (*zp)
-        memcpy((*zp)->data, q->zero_point, q->count * sizeof(int32_t));
+    for (size_t i = 0; *zp && i < q->count; i++) {
+        int32_t z = q->zero_point[i];
+        switch ((*zp)->dtype) {
+        case QP_DTYPE_U8: ((uint8_t *)(*zp)->data)[i] = (uint8_t)z; break;
+        case QP_DTYPE_I8: ((int8_t *)(*zp)->data)[i] = (int8_t)z; break;
+        case QP_DTYPE_U16: ((uint16_t *)(*zp)->data)[i] = (uint16_t)z; break;
+        case QP_DTYPE_I16: ((int16_t *)(*zp)->data)[i] = (int16_t)z; break;
+        default: ((int32_t *)(*zp)->data)[i] = z; break;
+        }
+    }
     return QP_OK;
 }

@@ -184,7 +184,10 @@ size_t qp_rtn_bytes(const struct qp_tensor *q)
     size_t bytes = q->nbytes, zb = 0;
     if (!q->qp)
         return bytes;
-    if (q->qp->zero_point && !qp_dtype_bytes(q->dtype, q->qp->count, &zb))
+    /* zero points as the writers store them: the narrowest integer type */
+    if (q->qp->zero_point &&
+        !qp_dtype_bytes(qp_dtype_narrowest_int(q->qp->zero_point, q->qp->count),
+                        q->qp->count, &zb))
         zb = SIZE_MAX / 2;
     return bytes + q->qp->count * sizeof(float) + zb;
 }

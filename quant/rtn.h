@@ -53,10 +53,11 @@ void qp_rtn_params(const struct qp_qformat *f, enum qp_round r,
  * tensors, scalars, and integer tensors are not. */
 bool qp_rtn_default_selected(const struct qp_tensor *t);
 
-/* Bytes a quantized tensor costs on a device: its packed data, 4 per
- * scale, and its zero points stored in the data's own type (packed as the
- * data is, as ONNX stores them); for a tensor without parameters, its
- * data. */
+/* Bytes a quantized tensor costs: its packed data, 4 per scale, and its
+ * zero points in the narrowest integer type holding them
+ * (qp_dtype_narrowest_int), which is how every writer stores them (the
+ * bytes a .safetensors file holds for the tensor and its companions); for
+ * a tensor without parameters, its data. */
 size_t qp_rtn_bytes(const struct qp_tensor *q);
 
 #endif

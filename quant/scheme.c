@@ -237,18 +237,36 @@ static enum qp_status acts(struct cur *c, struct qp_ascheme *a)
     return QP_OK;
 }
 
+/* The checks every whole-string parse starts with. */
+static enum qp_status whole_start(struct cur *c, const char *what)
+{
+    if (c->len == 0)
+        return fail_at(c, 0, "empty %s", what);
+    if (c->len > QP_SCHEME_MAX)
+        return fail_at(c, QP_SCHEME_MAX, "longer than %d characters",
+                       QP_SCHEME_MAX);
+    return QP_OK;
+}
+
+/* What is left after a whole-string parse; pos as the parsers report it. */
+static enum qp_status whole_end(struct cur *c, enum qp_status st,
+                                const char *part, int *pos)
+{
+    if (!st && c->i < c->len)
+        st = fail_at(c, c->i, "unexpected '%c' after the %s", c->s[c->i] >= 0x20 &&
+                     c->s[c->i] < 0x7f ? c->s[c->i] : '?', part);
+    if (pos)
+        *pos = st ? c->pos : -1;
+    return st;
+}
+
 enum qp_status qp_scheme_parse(const char *s, struct qp_scheme *out, int *pos,
                                struct qp_error *err)
 {
     struct cur c = {s, 0, strlen(s), -1, err};
     struct qp_scheme r;
     memset(&r, 0, sizeof r);
-    enum qp_status st = QP_OK;
-    if (c.len == 0)
-        st = fail_at(&c, 0, "empty scheme");
-    else if (c.len > QP_SCHEME_MAX)
-        st = fail_at(&c, QP_SCHEME_MAX, "longer than %d characters",
-                     QP_SCHEME_MAX);
+    enum qp_status st = whole_start(&c, "scheme");
     if (!st)
         st = weights(&c, &r.w);
     if (!st && c.i < c.len && c.s[c.i] == '+') {
@@ -256,20 +274,50 @@ enum qp_status qp_scheme_parse(const char *s, struct qp_scheme *out, int *pos,
         r.has_acts = true;
         st = acts(&c, &r.a);
     }
-    if (!st && c.i < c.len)
-        st = fail_at(&c, c.i, "unexpected '%c' after the %s", c.s[c.i] >= 0x20 &&
-                     c.s[c.i] < 0x7f ? c.s[c.i] : '?',
-                     r.has_acts ? "activation part" : "weight part");
-    if (pos)
-        *pos = st ? c.pos : -1;
+    st = whole_end(&c, st, r.has_acts ? "activation part" : "weight part", pos);
     if (!st)
         *out = r;
+    return st;
+}
+
+enum qp_status qp_ascheme_parse(const char *s, struct qp_ascheme *out, int *pos,
+                                struct qp_error *err)
+{
+    struct cur c = {s, 0, strlen(s), -1, err};
+    struct qp_ascheme a;
+    memset(&a, 0, sizeof a);
+    enum qp_status st = whole_start(&c, "activation scheme");
+    if (!st)
+        st = acts(&c, &a);
+    st = whole_end(&c, st, "activation part", pos);
+    if (!st)
+        *out = a;
     return st;
 }
 
 static int sym_char(const struct qp_qformat *f)
 {
     return f->asym ? 'z' : f->narrow ? 'n' : 0;
+}
+
+void qp_ascheme_format(const struct qp_ascheme *a, char *buf, size_t size)
+{
+    char range[48] = "";
+    if (a->range == QP_ARANGE_PCT) {
+        /* shortest decimal that reads back as the same double */
+        char num[32];
+        for (int d = 0; d <= PCT_DECIMALS; d++) {
+            snprintf(num, sizeof num, "%.*f", d, a->pct);
+            if (strtod(num, NULL) == a->pct)
+                break;
+        }
+        snprintf(range, sizeof range, ":pct%s", num);
+    } else if (a->range != QP_ARANGE_MINMAX) {
+        snprintf(range, sizeof range, ":%s", qp_arange_name(a->range));
+    }
+    int as = sym_char(&a->f);
+    snprintf(buf, size, "a%u%c%s%s", a->f.bits, a->dynamic ? 'd' : 't',
+             as == 'z' ? "z" : as == 'n' ? "n" : "", range);
 }
 
 void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size)
@@ -285,24 +333,9 @@ void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size)
              s->w.algo != QP_WALGO_RTN ? "@" : "",
              s->w.algo != QP_WALGO_RTN ? qp_walgo_name(s->w.algo) : "");
     if (s->has_acts) {
-        const struct qp_ascheme *a = &s->a;
-        char range[48] = "";
-        if (a->range == QP_ARANGE_PCT) {
-            /* shortest decimal that reads back as the same double */
-            char num[32];
-            for (int d = 0; d <= PCT_DECIMALS; d++) {
-                snprintf(num, sizeof num, "%.*f", d, a->pct);
-                if (strtod(num, NULL) == a->pct)
-                    break;
-            }
-            snprintf(range, sizeof range, ":pct%s", num);
-        } else if (a->range != QP_ARANGE_MINMAX) {
-            snprintf(range, sizeof range, ":%s", qp_arange_name(a->range));
-        }
-        int as = sym_char(&a->f);
-        snprintf(tail, sizeof tail, "+a%u%c%s%s", a->f.bits,
-                 a->dynamic ? 'd' : 't', as == 'z' ? "z" : as == 'n' ? "n" : "",
-                 range);
+        char a[72];
+        qp_ascheme_format(&s->a, a, sizeof a);
+        snprintf(tail, sizeof tail, "+%s", a);
     }
     snprintf(buf, size, "%s%s", w, tail);
 }

@@ -90,6 +90,14 @@ struct qp_scheme {
 enum qp_status qp_scheme_parse(const char *s, struct qp_scheme *out, int *pos,
                                struct qp_error *err);
 
+/* Parses an activation part alone ("a16t", "a8tz:kl"), as it follows '+'
+ * in a scheme; errors as qp_scheme_parse's. */
+enum qp_status qp_ascheme_parse(const char *s, struct qp_ascheme *out, int *pos,
+                                struct qp_error *err);
+
+/* Writes the canonical form of an activation part ("a8t:kl") into buf. */
+void qp_ascheme_format(const struct qp_ascheme *a, char *buf, size_t size);
+
 /* Writes the canonical form of s into buf (QP_SCHEME_MAX bytes suffice).
  * s must be valid (as produced by qp_scheme_parse). */
 void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size);

@@ -201,7 +201,7 @@ static bool run_qprobe(struct qp_test_ctx *ctx, const struct qp_graph *g, int f,
     struct qp_error err;
     struct qp_qdq *q = NULL;
     struct qp_exec_hooks h;
-    struct qp_exec_opts o = {NULL, NULL, NULL, NULL, NULL};
+    struct qp_exec_opts o = {0};
     if (f >= 0) {
         if (qp_qdq_new(g, (enum qp_rq_flavor)f, &q, &err))
             return false;

@@ -533,11 +533,12 @@ QP_TEST(rtn_default_selection_and_device_bytes)
     CHECK(qp_rtn_default_selected(c));
     CHECK(!qp_rtn_default_selected(i));
     /* w4g32z on [4, 64]: 128 bytes of nibbles, 8 scales (32 bytes), 8
-     * 4-bit zero points (4 bytes) */
+     * zero points stored as uint8 (8 bytes: every writer stores zero
+     * points in the narrowest integer type holding them) */
     struct qp_wscheme ws = {{4, true, false}, QP_GRAN_GROUP, 32, QP_WALGO_RTN};
     struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
     REQUIRE_OK(qp_rtn_quantize(w, &ws, &o, &t, &err), &err);
-    CHECK_INT(qp_rtn_bytes(t), 128 + 32 + 4);
+    CHECK_INT(qp_rtn_bytes(t), 128 + 32 + 8);
     qp_tensor_free(t);
     /* w3c on [8,3,3,3]: 216 elements * 3 bits = 81 bytes, 8 scales */
     ws = (struct qp_wscheme){{3, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN};
