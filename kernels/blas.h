@@ -43,7 +43,7 @@ int qp_blas_threads(void);
  * library's constructor; LAPACKE and libblas.so.3 load it too, so loading
  * it later with dlopen is not reliable): qp_blas_startup re-executes the
  * program with OPENBLAS_CORETYPE set. That costs one more program start
- * (about 25 ms here, mostly loading the shared libraries), once per run
+ * (about 30 ms on this machine, as much as a start without it), once per run
  * and only on such CPUs. An OPENBLAS_CORETYPE already in the environment
  * (the user's, or a machine's that works around a miscomputing core) is
  * never changed, nor any other OPENBLAS_* variable. */
