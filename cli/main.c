@@ -2,10 +2,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/metrics.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "kernels/blas.h"
 #include "kernels/dispatch.h"
+#include "kernels/startup.h"
 
 #define QP_VERSION "0.1.0"
 
@@ -47,6 +48,11 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    struct qp_error err;
+    if (qp_kern_startup(argv, &err)) {
+        qp_cli_error("%s", err.msg);
+        return QP_EXIT_USAGE;
+    }
     if (argc < 2) {
         usage(stderr);
         return QP_EXIT_USAGE;
@@ -57,8 +63,8 @@ int main(int argc, char **argv)
         return QP_EXIT_OK;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("qprobe %s\n%s metrics=%s\n", QP_VERSION, qp_kern_describe(),
-               qp_metrics_variant());
+        printf("qprobe %s\n%s\n%s\n", QP_VERSION, qp_kern_describe(),
+               qp_blas_describe());
         return QP_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
