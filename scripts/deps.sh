@@ -10,7 +10,8 @@ libzip-dev zlib1g-dev gnuplot-nox
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
 libgemmlowp-dev libxnnpack-dev libpthreadpool-dev
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-nodejs"
+nodejs
+libpcre2-dev libutf8proc-dev"
 
 missing=""
 for p in $PKGS; do
