@@ -177,6 +177,8 @@ struct heap_item {
 /* Scratch kept across the words of one encode call. */
 struct scratch {
     struct tok_ids syms;
+    struct tok_ids cps; /* SentencePiece-style: each symbol's character,
+                           -1 for byte-fallback and unk symbols */
     struct sym *s;
     struct heap_item *h;
     size_t cap;
@@ -229,11 +231,11 @@ static void push_pair(const struct qp_tokenizer *t, struct scratch *sc,
         heap_push(sc->h, nh, (struct heap_item){r, pos});
 }
 
-/* Merges the symbols sc->syms and appends the resulting ids to out. */
+/* Merges the symbols sc->syms.v[from..from + n) and appends the resulting
+ * ids to out. */
 static bool merge_word(const struct qp_tokenizer *t, struct scratch *sc,
-                       struct tok_ids *out)
+                       size_t from, size_t n, struct tok_ids *out)
 {
-    size_t n = sc->syms.n;
     if (n > sc->cap) {
         size_t cap = n < 64 ? 64 : n;
         struct sym *s = realloc(sc->s, cap * sizeof *s);
@@ -247,7 +249,7 @@ static bool merge_word(const struct qp_tokenizer *t, struct scratch *sc,
         sc->cap = cap;
     }
     for (size_t i = 0; i < n; i++)
-        sc->s[i] = (struct sym){sc->syms.v[i], (int32_t)i - 1,
+        sc->s[i] = (struct sym){sc->syms.v[from + i], (int32_t)i - 1,
                                 i + 1 < n ? (int32_t)i + 1 : -1};
     size_t nh = 0;
     for (size_t i = 0; i + 1 < n; i++)
@@ -271,6 +273,82 @@ static bool merge_word(const struct qp_tokenizer *t, struct scratch *sc,
         if (!tok_ids_add(out, sc->s[i].id))
             return false;
     return true;
+}
+
+/* Whether characters a and b stand next to each other in some token of
+ * the vocabulary (tok->pair_slots). */
+static bool pair_in_vocab(const struct qp_tokenizer *t, int32_t a, int32_t b)
+{
+    uint64_t key = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
+    size_t i = hash_pair(a, b) & (t->pair_cap - 1);
+    for (; t->pair_slots[i] != UINT64_MAX; i = (i + 1) & (t->pair_cap - 1))
+        if (t->pair_slots[i] == key)
+            return true;
+    return false;
+}
+
+/* A SentencePiece-style word may be the whole text (there is no
+ * pre-tokenizer). A merge can only join two characters that stand next to
+ * each other in some token, so the word is cut where they do not (never
+ * next to byte-fallback or unk symbols) and the parts merged on their own:
+ * the result is the same, the heaps stay small. */
+static bool merge_cut(const struct qp_tokenizer *t, struct scratch *sc,
+                      struct tok_ids *out)
+{
+    size_t n = sc->syms.n, from = 0;
+    if (!t->pair_slots || n < 64)
+        return merge_word(t, sc, 0, n, out);
+    const int32_t *cp = sc->cps.v;
+    for (size_t i = 1; i < n; i++)
+        if (cp[i - 1] >= 0 && cp[i] >= 0 && !pair_in_vocab(t, cp[i - 1], cp[i])) {
+            if (!merge_word(t, sc, from, i - from, out))
+                return false;
+            from = i;
+        }
+    return merge_word(t, sc, from, n - from, out);
+}
+
+enum qp_status tok_pair_index(struct qp_tokenizer *t, struct qp_error *err)
+{
+    /* byte-fallback or unk symbols that merge: no cutting */
+    for (size_t r = 0; r < t->n_merges; r++) {
+        int32_t ab[2] = {t->merges[r].left, t->merges[r].right};
+        for (int k = 0; k < 2; k++)
+            if (ab[k] == t->unk_id || t->tokens[ab[k]].type == QP_TOK_BYTE)
+                return QP_OK;
+    }
+    size_t count = 0;
+    for (size_t id = 0; id < t->n_tokens; id++)
+        count += t->tokens[id].in_vocab ? t->tokens[id].len : 0;
+    size_t cap = 64;
+    while (cap < 2 * count)
+        cap *= 2;
+    uint64_t *slots = malloc(cap * sizeof *slots);
+    if (!slots)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    memset(slots, 0xff, cap * sizeof *slots);
+    for (size_t id = 0; id < t->n_tokens; id++) {
+        const struct tok_entry *e = &t->tokens[id];
+        const unsigned char *s = (const unsigned char *)t->pool + e->off;
+        int32_t prev = -1;
+        for (size_t i = 0; e->in_vocab && i < e->len;) {
+            uint32_t c;
+            size_t k = tok_utf8_char(s + i, e->len - i, &c);
+            int32_t cur = k ? (int32_t)c : 0x110000 + s[i];
+            i += k ? k : 1;
+            if (prev >= 0) {
+                uint64_t key = (uint64_t)(uint32_t)prev << 32 | (uint32_t)cur;
+                size_t j = hash_pair(prev, cur) & (cap - 1);
+                while (slots[j] != UINT64_MAX && slots[j] != key)
+                    j = (j + 1) & (cap - 1);
+                slots[j] = key;
+            }
+            prev = cur;
+        }
+    }
+    t->pair_slots = slots;
+    t->pair_cap = cap;
+    return QP_OK;
 }
 
 /* ---- the model -------------------------------------------------------------------- */
@@ -303,14 +381,18 @@ static enum qp_status char_symbols(const struct qp_tokenizer *t, const char *p,
         for (size_t j = 0; fell && j < k; j++)
             fell = t->fallback_ids[(unsigned char)p[i + j]] >= 0;
         if (id >= 0) {
-            ok = tok_ids_add(&sc->syms, id);
+            ok = tok_ids_add(&sc->syms, id) &&
+                 tok_ids_add(&sc->cps, valid ? (int32_t)cp
+                                             : 0x110000 + (unsigned char)p[i]);
         } else if (fell) {
             for (size_t j = 0; ok && j < k; j++)
                 ok = tok_ids_add(&sc->syms,
-                                 t->fallback_ids[(unsigned char)p[i + j]]);
+                                 t->fallback_ids[(unsigned char)p[i + j]]) &&
+                     tok_ids_add(&sc->cps, -1);
         } else if (t->unk_id >= 0) {
             if (!(t->fuse_unk && last_unk))
-                ok = tok_ids_add(&sc->syms, t->unk_id);
+                ok = tok_ids_add(&sc->syms, t->unk_id) &&
+                     tok_ids_add(&sc->cps, -1);
         } else if (valid) {
             return qp_fail(err, QP_E_FORMAT,
                            "character U+%04lX has no token and the tokenizer "
@@ -349,7 +431,7 @@ static enum qp_status model_word(const struct qp_tokenizer *t, const char *p,
             }
             wn = 0;
             for (size_t i = 0; i < n; i++)
-                wn += put_utf8(tok_byte_char((unsigned char)p[i]),
+                wn += put_utf8(t->byte_cps[(unsigned char)p[i]],
                                sc->mapped + wn);
             w = sc->mapped;
         }
@@ -369,12 +451,16 @@ static enum qp_status model_word(const struct qp_tokenizer *t, const char *p,
                 return qp_fail(err, QP_E_NOMEM, "out of memory");
         }
     } else {
+        sc->cps.n = 0;
         enum qp_status st = char_symbols(t, p, n, sc, err);
         if (st)
             return st;
+        return merge_cut(t, sc, out) ? QP_OK
+                                     : qp_fail(err, QP_E_NOMEM, "out of memory");
     }
-    return merge_word(t, sc, out) ? QP_OK
-                                  : qp_fail(err, QP_E_NOMEM, "out of memory");
+    return merge_word(t, sc, 0, sc->syms.n, out)
+               ? QP_OK
+               : qp_fail(err, QP_E_NOMEM, "out of memory");
 }
 
 /* ---- encode ------------------------------------------------------------------------ */
@@ -443,6 +529,7 @@ enum qp_status qp_tokenizer_encode(const struct qp_tokenizer *tok,
     free(e.words.v);
     free(e.buf.p);
     free(e.sc.syms.v);
+    free(e.sc.cps.v);
     free(e.sc.s);
     free(e.sc.h);
     free(e.sc.mapped);

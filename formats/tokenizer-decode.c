@@ -180,7 +180,7 @@ enum qp_status qp_tokenizer_decode(const struct qp_tokenizer *tok,
     for (uint32_t c = 0; c < 0x200; c++)
         table[c] = -1;
     for (unsigned b = 0; b < 256; b++)
-        table[tok_byte_char((unsigned char)b)] = (int16_t)b;
+        table[tok->byte_cps[b]] = (int16_t)b;
     struct pieces a = {0}, b = {0};
     struct tok_matcher m = {0};
     bool ok = tok_matcher_init(&m) && tok_buf_add(&a.buf, NULL, 0);

@@ -211,6 +211,9 @@ struct qp_tokenizer {
     size_t n_merges;
     int32_t *merge_slots;     /* open addressing over ranks, keyed by pair */
     size_t merge_cap;
+    uint64_t *pair_slots;     /* SentencePiece-style: the character pairs
+                                 inside tokens (tokenizer-bpe.c), or NULL */
+    size_t pair_cap;
 
     struct tok_added *added;
     size_t n_added;
@@ -230,6 +233,7 @@ struct qp_tokenizer {
     bool byte_fallback, fuse_unk, ignore_merges;
     int32_t unk_id;
     int32_t byte_ids[256];     /* byte-level: token of each byte's character */
+    uint16_t byte_cps[256];    /* the character of each byte (tok_byte_char) */
     int32_t fallback_ids[256]; /* <0xNN> tokens, -1 when absent */
 
     /* post-processor (single sequence) and specials */
@@ -257,6 +261,10 @@ enum qp_status tok_vocab_index(struct qp_tokenizer *t, const char *what,
 int32_t tok_vocab_get(const struct qp_tokenizer *t, const char *s, size_t n);
 /* Builds the merge map over t->merges (a later duplicate pair wins). */
 enum qp_status tok_merge_index(struct qp_tokenizer *t, struct qp_error *err);
+/* Builds the set of character pairs adjacent inside vocabulary tokens,
+ * which lets long SentencePiece-style words be cut where no merge can
+ * reach across (after the token types are known). */
+enum qp_status tok_pair_index(struct qp_tokenizer *t, struct qp_error *err);
 
 /* Normalizes s[0..n) into out (tokenizer-text.c). */
 bool tok_normalize(const struct qp_tokenizer *t, struct tok_matcher *m,

@@ -48,6 +48,7 @@ void qp_tokenizer_free(struct qp_tokenizer *t)
     free(t->vocab_slots);
     free(t->merges);
     free(t->merge_slots);
+    free(t->pair_slots);
     free(t->added);
     free(t->trie);
     free(t->prefix.v);
@@ -160,7 +161,7 @@ static enum qp_status finish(struct qp_tokenizer *t, struct qp_error *err)
         snprintf(name, sizeof name, "<0x%02X>", b);
         t->fallback_ids[b] = tok_vocab_get(t, name, 6);
         char ch[2];
-        uint32_t cp = tok_byte_char((unsigned char)b);
+        uint32_t cp = t->byte_cps[b] = (uint16_t)tok_byte_char((unsigned char)b);
         size_t n = cp < 0x80 ? 1 : 2;
         ch[0] = (char)(n == 1 ? cp : (0xc0 | cp >> 6));
         ch[1] = (char)(0x80 | (cp & 0x3f));
@@ -182,7 +183,8 @@ static enum qp_status finish(struct qp_tokenizer *t, struct qp_error *err)
                 return qp_fail(err, QP_E_FORMAT, "post_processor: id %ld is not "
                                "a token", (long)lists[k]->v[i]);
     t->pre_name = pre_name(t);
-    return tok_added_index(t, err);
+    enum qp_status st = t->byte_level ? QP_OK : tok_pair_index(t, err);
+    return st ? st : tok_added_index(t, err);
 }
 
 enum qp_status qp_tokenizer_parse(const char *json, const char *config_json,

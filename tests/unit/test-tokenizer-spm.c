@@ -112,6 +112,43 @@ QP_TEST(tokenizer_spm_unk)
     free(json);
 }
 
+/* Checks that text (n copies of unit) encodes to first, then n copies of
+ * each, then last (first, last -1: none). */
+static void check_repeat(struct qp_test_ctx *ctx, const struct qp_tokenizer *t,
+                         const char *unit, size_t n, int32_t first,
+                         int32_t each, int32_t last)
+{
+    size_t u = strlen(unit);
+    char *text = malloc(n * u);
+    int32_t *want = malloc((n + 2) * sizeof *want);
+    REQUIRE(text && want);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        memcpy(text + i * u, unit, u);
+    if (first >= 0)
+        want[k++] = first;
+    for (size_t i = 0; i < n; i++)
+        want[k++] = each;
+    if (last >= 0)
+        want[k++] = last;
+    tt_check_encode(ctx, unit, t, text, n * u, false, want, k);
+    free(text);
+    free(want);
+}
+
+/* A long word (the whole text: no pre-tokenizer) is cut where no token
+ * holds the two characters side by side; the ids are those of the uncut
+ * word. */
+QP_TEST(tokenizer_spm_long_words_are_cut_safely)
+{
+    char *json = spm_tokenizer("\"unk_token\": \"<unk>\", "
+                               "\"byte_fallback\": true");
+    struct qp_tokenizer *t = tt_parse(ctx, json, NULL);
+    check_repeat(ctx, t, "ab ", 300, -1, 264, 259); /* ... ▁ab ▁ */
+    qp_tokenizer_free(t);
+    free(json);
+}
+
 /* The newer form: a Metaspace pre-tokenizer and decoder. "a▁" (266) merges
  * first, so whether words are split at ▁ shows. */
 static char *metaspace_tokenizer(const char *scheme, bool split)
@@ -136,6 +173,8 @@ QP_TEST(tokenizer_spm_metaspace)
     TT_ENC(t, "<s>ab", false, 1, 263);
     TT_ENC(t, "ab<s>ab", false, 264, 1, 263);
     TT_DEC(t, 0, "ab ab", 264, 264);
+    /* a ▁ is a token: no cut between them in a long word */
+    check_repeat(ctx, t, "a ", 200, 259, 266, -1);
     qp_tokenizer_free(t);
     free(json);
     json = metaspace_tokenizer("\"prepend_scheme\": \"always\"", true);
