@@ -15,7 +15,7 @@
 
 #include "core/size.h"
 
-/* ---- the token table --------------------------------------------------------- */
+/* ---- the token table ---------------------------------------------------- */
 
 enum qp_status tok_set_token(struct qp_tokenizer *t, int32_t id, const char *s,
                              size_t n, bool in_vocab, struct qp_error *err)
@@ -61,7 +61,7 @@ const char *tok_str(const struct qp_tokenizer *t, int32_t id)
     return t->pool + t->tokens[id].off;
 }
 
-/* ---- hash maps ----------------------------------------------------------------- */
+/* ---- hash maps ---------------------------------------------------------- */
 
 static uint64_t hash_bytes(const char *s, size_t n)
 {
@@ -164,7 +164,7 @@ static int32_t merge_rank(const struct qp_tokenizer *t, int32_t a, int32_t b)
     return -1;
 }
 
-/* ---- the merge loop ------------------------------------------------------------ */
+/* ---- the merge loop ----------------------------------------------------- */
 
 struct sym {
     int32_t id, prev, next; /* id -1: merged away */
@@ -351,7 +351,7 @@ enum qp_status tok_pair_index(struct qp_tokenizer *t, struct qp_error *err)
     return QP_OK;
 }
 
-/* ---- the model -------------------------------------------------------------------- */
+/* ---- the model ---------------------------------------------------------- */
 
 static size_t put_utf8(uint32_t cp, char *o)
 {
@@ -463,7 +463,7 @@ static enum qp_status model_word(const struct qp_tokenizer *t, const char *p,
                : qp_fail(err, QP_E_NOMEM, "out of memory");
 }
 
-/* ---- encode ------------------------------------------------------------------------ */
+/* ---- encode ------------------------------------------------------------- */
 
 struct encoder {
     struct tok_matcher m;

@@ -7,6 +7,7 @@
  * bytes. */
 #include "formats/tokenizer-impl.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,24 +44,14 @@ static bool byte_level(const char *s, size_t n, const int16_t *table,
     return ok;
 }
 
-static int hex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* The byte of a "<0xNN>" token, or -1. */
 static int fallback_byte(const char *s, size_t n)
 {
-    if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>' || hex(s[3]) < 0 ||
-        hex(s[4]) < 0)
+    if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>' ||
+        !isxdigit((unsigned char)s[3]) || !isxdigit((unsigned char)s[4]))
         return -1;
-    return hex(s[3]) * 16 + hex(s[4]);
+    char hex[3] = {s[3], s[4], 0};
+    return (int)strtol(hex, NULL, 16);
 }
 
 /* One decoder over every piece of in into out. */

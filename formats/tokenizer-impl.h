@@ -23,7 +23,7 @@
  * tokenizer-json.c), so they fit int32_t with room to spare. */
 #define TOK_MAX_ID (1 << 24)
 
-/* ---- growable arrays ------------------------------------------------------ */
+/* ---- growable arrays ---------------------------------------------------- */
 
 struct tok_buf { /* bytes */
     char *p;
@@ -52,7 +52,7 @@ bool tok_buf_add(struct tok_buf *b, const void *p, size_t n);
 bool tok_ids_add(struct tok_ids *a, int32_t id);
 bool tok_spans_add(struct tok_spans *a, size_t off, size_t len, bool first);
 
-/* ---- UTF-8 and patterns (tokenizer-text.c) -------------------------------- */
+/* ---- UTF-8 and patterns (tokenizer-text.c) ------------------------------ */
 
 /* Length (1-4) of the valid UTF-8 character at s[0..n), n >= 1, or 0 when
  * s[0] does not start one (RFC 3629: no overlongs, surrogates or code
@@ -98,7 +98,7 @@ bool tok_pattern_replace(const struct tok_pattern *p, struct tok_matcher *m,
                          const char *s, size_t n, const char *with, size_t wn,
                          struct tok_buf *out);
 
-/* ---- components ------------------------------------------------------------ */
+/* ---- components --------------------------------------------------------- */
 
 enum tok_norm_kind {
     TOK_NORM_PREPEND,

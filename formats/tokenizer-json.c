@@ -18,7 +18,7 @@ static const char gpt2_regex[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|"
     "\\s+(?!\\S)|\\s+";
 
-/* ---- typed getters ----------------------------------------------------------- */
+/* ---- typed getters ------------------------------------------------------ */
 
 static const char *type_of(const struct qp_json *n)
 {
@@ -134,31 +134,61 @@ static enum qp_status unsupported(const char *section, const char *type,
 /* How deep Sequences may nest. */
 #define DEPTH_MAX 16
 
-/* ---- normalizer --------------------------------------------------------------- */
+typedef enum qp_status (*component_fn)(struct qp_tokenizer *t,
+                                       const struct qp_json *n, int depth,
+                                       struct qp_error *err);
+
+/* When n is a {"type": "Sequence", key: [...]}, parses each member with fn
+ * and sets *done; otherwise leaves n to the caller. */
+static enum qp_status sequence(struct qp_tokenizer *t, const struct qp_json *n,
+                               const char *section, const char *key,
+                               component_fn fn, int depth, bool *done,
+                               struct qp_error *err)
+{
+    const char *type = type_of(n);
+    *done = type && !strcmp(type, "Sequence");
+    if (!*done)
+        return QP_OK;
+    const struct qp_json *v = qp_json_get(n, key);
+    if (depth >= DEPTH_MAX)
+        return qp_fail(err, QP_E_UNSUPPORTED, "%s Sequences nest more than %d "
+                       "deep", section, DEPTH_MAX);
+    if (qp_json_type(v) != QP_JSON_ARRAY)
+        return qp_fail(err, QP_E_FORMAT, "%s Sequence has no '%s' array",
+                       section, key);
+    for (const struct qp_json *e = qp_json_first(v); e; e = qp_json_next(e)) {
+        enum qp_status st = fn(t, e, depth + 1, err);
+        if (st)
+            return st;
+    }
+    return QP_OK;
+}
+
+/* The index of s in names[0..count), or count (also for s NULL). */
+static size_t name_index(const char *s, const char *const *names, size_t count)
+{
+    size_t k = 0;
+    while (k < count && !(s && !strcmp(s, names[k])))
+        k++;
+    return k;
+}
+
+/* ---- normalizer --------------------------------------------------------- */
 
 static enum qp_status normalizer(struct qp_tokenizer *t, const struct qp_json *n,
                                  int depth, struct qp_error *err)
 {
+    bool done;
+    enum qp_status st = sequence(t, n, "normalizer", "normalizers",
+                                 normalizer, depth, &done, err);
+    if (st || done)
+        return st;
     const char *type = type_of(n);
-    if (type && !strcmp(type, "Sequence") && depth < DEPTH_MAX) {
-        const struct qp_json *v = qp_json_get(n, "normalizers");
-        if (qp_json_type(v) != QP_JSON_ARRAY)
-            return qp_fail(err, QP_E_FORMAT, "normalizer Sequence has no "
-                           "'normalizers' array");
-        for (const struct qp_json *e = qp_json_first(v); e; e = qp_json_next(e)) {
-            enum qp_status st = normalizer(t, e, depth + 1, err);
-            if (st)
-                return st;
-        }
-        return QP_OK;
-    }
     static const char *const names[] = {"Prepend", "Replace", "NFC", "NFD",
                                         "NFKC", "NFKD", "Strip"};
     _Static_assert(sizeof names / sizeof names[0] == TOK_NORM_COUNT,
                    "a name per normalizer");
-    size_t k = 0;
-    while (k < TOK_NORM_COUNT && !(type && !strcmp(type, names[k])))
-        k++;
+    size_t k = name_index(type, names, TOK_NORM_COUNT);
     if (k == TOK_NORM_COUNT)
         return unsupported("normalizer", type, "Sequence, Prepend, Replace, "
                            "NFC, NFD, NFKC, NFKD, Strip", err);
@@ -169,7 +199,7 @@ static enum qp_status normalizer(struct qp_tokenizer *t, const struct qp_json *n
     struct tok_norm *nm = &v[t->n_norms - 1];
     nm->kind = (enum tok_norm_kind)k;
     const char *s = NULL;
-    enum qp_status st = QP_OK;
+    st = QP_OK;
     if (nm->kind == TOK_NORM_PREPEND) {
         if (!(st = get_str(n, "prepend", NULL, &s, err)) && !s)
             st = qp_fail(err, QP_E_FORMAT, "normalizer Prepend has no 'prepend'");
@@ -187,7 +217,7 @@ static enum qp_status normalizer(struct qp_tokenizer *t, const struct qp_json *n
     return st;
 }
 
-/* ---- pre-tokenizer ------------------------------------------------------------ */
+/* ---- pre-tokenizer ------------------------------------------------------ */
 
 static enum qp_status prepend_scheme(const struct qp_json *n,
                                      enum tok_prepend *out,
@@ -228,9 +258,7 @@ static enum qp_status split_pre(const struct qp_json *n, struct tok_pre *p,
     st = st ? st : get_bool(n, "invert", false, &p->invert, err);
     if (st)
         return st;
-    size_t k = 0;
-    while (k < TOK_SPLIT_COUNT && !(b && !strcmp(b, names[k])))
-        k++;
+    size_t k = name_index(b, names, TOK_SPLIT_COUNT);
     if (k == TOK_SPLIT_COUNT)
         return qp_fail(err, QP_E_FORMAT, "unknown behavior '%s'",
                        b ? b : "(none)");
@@ -245,26 +273,17 @@ static enum qp_status pre_tokenizer(struct qp_tokenizer *t,
                                     const struct qp_json *n, int depth,
                                     struct qp_error *err)
 {
+    bool done;
+    enum qp_status st = sequence(t, n, "pre_tokenizer", "pretokenizers",
+                                 pre_tokenizer, depth, &done, err);
+    if (st || done)
+        return st;
     const char *type = type_of(n);
-    if (type && !strcmp(type, "Sequence") && depth < DEPTH_MAX) {
-        const struct qp_json *v = qp_json_get(n, "pretokenizers");
-        if (qp_json_type(v) != QP_JSON_ARRAY)
-            return qp_fail(err, QP_E_FORMAT, "pre_tokenizer Sequence has no "
-                           "'pretokenizers' array");
-        for (const struct qp_json *e = qp_json_first(v); e; e = qp_json_next(e)) {
-            enum qp_status st = pre_tokenizer(t, e, depth + 1, err);
-            if (st)
-                return st;
-        }
-        return QP_OK;
-    }
     static const char *const names[] = {"Split", "Digits", "Metaspace",
                                         "ByteLevel"};
     _Static_assert(sizeof names / sizeof names[0] == TOK_PRE_COUNT,
                    "a name per pre-tokenizer");
-    size_t k = 0;
-    while (k < TOK_PRE_COUNT && !(type && !strcmp(type, names[k])))
-        k++;
+    size_t k = name_index(type, names, TOK_PRE_COUNT);
     if (k == TOK_PRE_COUNT)
         return unsupported("pre_tokenizer", type, "Sequence, Split, Digits, "
                            "Metaspace, ByteLevel", err);
@@ -278,7 +297,7 @@ static enum qp_status pre_tokenizer(struct qp_tokenizer *t,
     t->pres = v;
     struct tok_pre *p = &v[t->n_pres - 1];
     p->kind = (enum tok_pre_kind)k;
-    enum qp_status st = QP_OK;
+    st = QP_OK;
     char msg[400];
     switch (p->kind) {
     case TOK_PRE_SPLIT:
@@ -310,31 +329,22 @@ static enum qp_status pre_tokenizer(struct qp_tokenizer *t,
     return st;
 }
 
-/* ---- decoder ------------------------------------------------------------------- */
+/* ---- decoder ------------------------------------------------------------ */
 
 static enum qp_status decoder(struct qp_tokenizer *t, const struct qp_json *n,
                               int depth, struct qp_error *err)
 {
+    bool done;
+    enum qp_status st = sequence(t, n, "decoder", "decoders", decoder, depth,
+                                 &done, err);
+    if (st || done)
+        return st;
     const char *type = type_of(n);
-    if (type && !strcmp(type, "Sequence") && depth < DEPTH_MAX) {
-        const struct qp_json *v = qp_json_get(n, "decoders");
-        if (qp_json_type(v) != QP_JSON_ARRAY)
-            return qp_fail(err, QP_E_FORMAT, "decoder Sequence has no "
-                           "'decoders' array");
-        for (const struct qp_json *e = qp_json_first(v); e; e = qp_json_next(e)) {
-            enum qp_status st = decoder(t, e, depth + 1, err);
-            if (st)
-                return st;
-        }
-        return QP_OK;
-    }
     static const char *const names[] = {"ByteLevel", "Metaspace", "Replace",
                                         "ByteFallback", "Fuse", "Strip"};
     _Static_assert(sizeof names / sizeof names[0] == TOK_DEC_COUNT,
                    "a name per decoder");
-    size_t k = 0;
-    while (k < TOK_DEC_COUNT && !(type && !strcmp(type, names[k])))
-        k++;
+    size_t k = name_index(type, names, TOK_DEC_COUNT);
     if (k == TOK_DEC_COUNT)
         return unsupported("decoder", type, "Sequence, ByteLevel, Metaspace, "
                            "Replace, ByteFallback, Fuse, Strip", err);
@@ -344,7 +354,7 @@ static enum qp_status decoder(struct qp_tokenizer *t, const struct qp_json *n,
     t->decs = v;
     struct tok_dec *d = &v[t->n_decs - 1];
     d->kind = (enum tok_dec_kind)k;
-    enum qp_status st = QP_OK;
+    st = QP_OK;
     const char *s;
     enum tok_prepend ps = TOK_PREPEND_ALWAYS;
     int64_t a = 0, b = 0;
@@ -368,7 +378,7 @@ static enum qp_status decoder(struct qp_tokenizer *t, const struct qp_json *n,
     return st;
 }
 
-/* ---- post-processor ------------------------------------------------------------ */
+/* ---- post-processor ----------------------------------------------------- */
 
 /* The ids of special token `name` in a TemplateProcessing's
  * special_tokens, appended to out. */
@@ -441,18 +451,12 @@ static enum qp_status post_processor(struct qp_tokenizer *t,
                                      const struct qp_json *n, int depth,
                                      struct qp_error *err)
 {
-    const char *type = type_of(n);
-    enum qp_status st = QP_OK;
-    if (type && !strcmp(type, "Sequence") && depth < DEPTH_MAX) {
-        const struct qp_json *v = qp_json_get(n, "processors");
-        if (qp_json_type(v) != QP_JSON_ARRAY)
-            return qp_fail(err, QP_E_FORMAT, "post_processor Sequence has no "
-                           "'processors' array");
-        for (const struct qp_json *e = qp_json_first(v); !st && e;
-             e = qp_json_next(e))
-            st = post_processor(t, e, depth + 1, err);
+    bool done;
+    enum qp_status st = sequence(t, n, "post_processor", "processors",
+                                 post_processor, depth, &done, err);
+    if (st || done)
         return st;
-    }
+    const char *type = type_of(n);
     if (type && !strcmp(type, "ByteLevel"))
         return QP_OK; /* offsets only */
     if (type && !strcmp(type, "TemplateProcessing"))
@@ -470,7 +474,7 @@ static enum qp_status post_processor(struct qp_tokenizer *t,
     return st;
 }
 
-/* ---- model --------------------------------------------------------------------- */
+/* ---- model -------------------------------------------------------------- */
 
 static enum qp_status vocab(struct qp_tokenizer *t, const struct qp_json *v,
                             struct qp_error *err)
@@ -608,7 +612,7 @@ static enum qp_status model(struct qp_tokenizer *t, const struct qp_json *m,
     return QP_OK;
 }
 
-/* ---- added tokens --------------------------------------------------------------- */
+/* ---- added tokens ------------------------------------------------------- */
 
 static enum qp_status added_tokens(struct qp_tokenizer *t,
                                    const struct qp_json *v, struct qp_error *err)

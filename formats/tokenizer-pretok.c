@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- added tokens ---------------------------------------------------------- */
+/* ---- added tokens ------------------------------------------------------- */
 
 static int32_t trie_child(const struct qp_tokenizer *t, int32_t node,
                           unsigned char b)
@@ -123,7 +123,7 @@ bool tok_split_added(const struct qp_tokenizer *t, const char *text, size_t n,
     return start >= n || tok_spans_add(out, start, n - start, false);
 }
 
-/* ---- Split behaviours -------------------------------------------------------- */
+/* ---- Split behaviours --------------------------------------------------- */
 
 /* Appends to out the splits that behaviour b makes of the pieces p[0..np)
  * (first = is a match) of the split `in` of a buffer; pieces are relative
@@ -188,7 +188,7 @@ static bool digit_pieces(const char *s, size_t n, struct tok_spans *out)
     return true;
 }
 
-/* ---- pre-tokenizers ----------------------------------------------------------- */
+/* ---- pre-tokenizers ----------------------------------------------------- */
 
 static bool starts_with(const char *s, size_t n, const char *p, size_t pn)
 {

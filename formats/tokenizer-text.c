@@ -19,7 +19,7 @@
 
 #include "core/size.h"
 
-/* ---- growable arrays ------------------------------------------------------ */
+/* ---- growable arrays ---------------------------------------------------- */
 
 /* Makes room for `more` elements of `size` bytes in *p (capacity *cap). */
 static bool reserve(void **p, size_t *cap, size_t n, size_t more, size_t size)
@@ -71,7 +71,7 @@ bool tok_spans_add(struct tok_spans *a, size_t off, size_t len, bool first)
     return true;
 }
 
-/* ---- UTF-8 and character classes ------------------------------------------ */
+/* ---- UTF-8 and character classes ---------------------------------------- */
 
 size_t tok_utf8_char(const unsigned char *s, size_t n, uint32_t *cp)
 {
@@ -165,7 +165,7 @@ uint32_t tok_byte_char(unsigned char b)
     return 256 + n;
 }
 
-/* ---- patterns -------------------------------------------------------------- */
+/* ---- patterns ----------------------------------------------------------- */
 
 bool tok_pattern_regex(struct tok_pattern *p, const char *src, size_t n,
                        char *msg, size_t msg_size)
@@ -306,7 +306,7 @@ bool tok_pattern_replace(const struct tok_pattern *p, struct tok_matcher *m,
     return ok && tok_buf_add(out, NULL, 0);
 }
 
-/* ---- normalizers ----------------------------------------------------------- */
+/* ---- normalizers -------------------------------------------------------- */
 
 /* Unicode normalization of each valid run (ASCII is left as is). */
 static bool unicode_form(enum tok_norm_kind kind, const char *s, size_t n,

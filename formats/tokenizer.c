@@ -56,7 +56,7 @@ void qp_tokenizer_free(struct qp_tokenizer *t)
     free(t);
 }
 
-/* ---- tokenizer_config.json ------------------------------------------------- */
+/* ---- tokenizer_config.json ---------------------------------------------- */
 
 /* The id of the token a config key names (a string or an AddedToken
  * object {"content": ...}); -1 when the key is absent or null. */
@@ -132,7 +132,7 @@ static enum qp_status config(struct qp_tokenizer *t, const struct qp_json *cfg,
     return QP_OK;
 }
 
-/* ---- what the file implies -------------------------------------------------- */
+/* ---- what the file implies ---------------------------------------------- */
 
 static const char *pre_name(const struct qp_tokenizer *t)
 {
@@ -203,7 +203,8 @@ enum qp_status qp_tokenizer_parse(const char *json, const char *config_json,
     enum qp_status st = qp_json_parse(json, what, &root, err);
     if (!st && (st = tok_parse_sections(t, root, err)))
         qp_error_prefix(err, "%s: ", what);
-    if (!st && config_json && !(st = qp_json_parse(config_json, cwhat, &cfg, err)) &&
+    if (!st && config_json &&
+        !(st = qp_json_parse(config_json, cwhat, &cfg, err)) &&
         (st = config(t, cfg, err)))
         qp_error_prefix(err, "%s: ", cwhat);
     /* without a config, BOS/EOS are what the post-processor adds */
@@ -262,7 +263,7 @@ enum qp_status qp_tokenizer_load(const char *path, struct qp_tokenizer **tok,
     return st;
 }
 
-/* ---- accessors ---------------------------------------------------------------- */
+/* ---- accessors ---------------------------------------------------------- */
 
 size_t qp_tokenizer_vocab_size(const struct qp_tokenizer *t)
 {
