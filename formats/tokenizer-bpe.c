@@ -418,6 +418,9 @@ static enum qp_status model_word(const struct qp_tokenizer *t, const char *p,
                                  struct tok_ids *out, struct qp_error *err)
 {
     sc->syms.n = 0;
+    if (n > INT32_MAX / 4) /* symbol positions are int32_t */
+        return qp_fail(err, QP_E_UNSUPPORTED, "a word of %zu bytes is too "
+                       "long to encode", n);
     if (t->ignore_merges) {
         const char *w = p;
         size_t wn = n;
