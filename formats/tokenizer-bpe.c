@@ -24,13 +24,19 @@ enum qp_status tok_set_token(struct qp_tokenizer *t, int32_t id, const char *s,
         return qp_fail(err, QP_E_FORMAT, "token id %ld is out of range",
                        (long)id);
     if ((size_t)id >= t->n_tokens) {
-        size_t cap = (size_t)id + 1;
-        struct tok_entry *v = realloc(t->tokens, cap * sizeof *v);
-        if (!v)
-            return qp_fail(err, QP_E_NOMEM, "out of memory");
-        memset(v + t->n_tokens, 0, (cap - t->n_tokens) * sizeof *v);
-        t->tokens = v;
-        t->n_tokens = cap;
+        if ((size_t)id >= t->tokens_cap) { /* geometric: ids come in order */
+            size_t cap = t->tokens_cap ? 2 * t->tokens_cap : 1024;
+            if (cap <= (size_t)id)
+                cap = (size_t)id + 1;
+            struct tok_entry *v = realloc(t->tokens, cap * sizeof *v);
+            if (!v)
+                return qp_fail(err, QP_E_NOMEM, "out of memory");
+            t->tokens = v;
+            t->tokens_cap = cap;
+        }
+        memset(t->tokens + t->n_tokens, 0,
+               ((size_t)id + 1 - t->n_tokens) * sizeof *t->tokens);
+        t->n_tokens = (size_t)id + 1;
     }
     size_t need;
     if (qp_size_add(t->pool_len, n + 1, &need) || need > UINT32_MAX)
@@ -237,7 +243,9 @@ static bool merge_word(const struct qp_tokenizer *t, struct scratch *sc,
                        size_t from, size_t n, struct tok_ids *out)
 {
     if (n > sc->cap) {
-        size_t cap = n < 64 ? 64 : n;
+        size_t cap = sc->cap < 32 ? 64 : 2 * sc->cap;
+        if (cap < n)
+            cap = n;
         struct sym *s = realloc(sc->s, cap * sizeof *s);
         if (s)
             sc->s = s;
@@ -426,11 +434,13 @@ static enum qp_status model_word(const struct qp_tokenizer *t, const char *p,
         size_t wn = n;
         if (t->byte_level) {
             if (n > sc->mapped_cap / 2) {
-                char *m = realloc(sc->mapped, 2 * n);
+                size_t cap = 2 * n > 2 * sc->mapped_cap ? 2 * n
+                                                        : 2 * sc->mapped_cap;
+                char *m = realloc(sc->mapped, cap);
                 if (!m)
                     return qp_fail(err, QP_E_NOMEM, "out of memory");
                 sc->mapped = m;
-                sc->mapped_cap = 2 * n;
+                sc->mapped_cap = cap;
             }
             wn = 0;
             for (size_t i = 0; i < n; i++)

@@ -202,7 +202,9 @@ struct qp_tokenizer {
     char *pool; /* NUL-separated token strings */
     size_t pool_len, pool_cap;
     struct tok_entry *tokens; /* [n_tokens]; len 0 and type UNDEFINED = hole */
-    size_t n_tokens;
+    size_t n_tokens, tokens_cap;
+    int32_t *made_by;         /* [n_tokens]: the first merge rank making the
+                                 token, or -1 */
 
     int32_t *vocab_slots; /* open addressing over model-vocabulary ids */
     size_t vocab_cap;

@@ -45,6 +45,7 @@ void qp_tokenizer_free(struct qp_tokenizer *t)
     free(t->decs);
     free(t->pool);
     free(t->tokens);
+    free(t->made_by);
     free(t->vocab_slots);
     free(t->merges);
     free(t->merge_slots);
@@ -183,6 +184,13 @@ static enum qp_status finish(struct qp_tokenizer *t, struct qp_error *err)
                 return qp_fail(err, QP_E_FORMAT, "post_processor: id %ld is not "
                                "a token", (long)lists[k]->v[i]);
     t->pre_name = pre_name(t);
+    t->made_by = malloc((t->n_tokens ? t->n_tokens : 1) * sizeof *t->made_by);
+    if (!t->made_by)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < t->n_tokens; i++)
+        t->made_by[i] = -1;
+    for (size_t r = t->n_merges; r-- > 0;)
+        t->made_by[t->merges[r].result] = (int32_t)r;
     enum qp_status st = t->byte_level ? QP_OK : tok_pair_index(t, err);
     return st ? st : tok_added_index(t, err);
 }
@@ -328,6 +336,14 @@ const char *qp_tokenizer_model_name(const struct qp_tokenizer *t)
 const char *qp_tokenizer_pre_name(const struct qp_tokenizer *t)
 {
     return t->pre_name;
+}
+
+float qp_tokenizer_token_score(const struct qp_tokenizer *t, int32_t id)
+{
+    enum qp_tok_type type = qp_tokenizer_token_type(t, id);
+    if (type != QP_TOK_NORMAL && type != QP_TOK_UNKNOWN)
+        return 0.0f;
+    return t->made_by[id] >= 0 ? -(float)t->made_by[id] : -(float)t->n_merges;
 }
 
 size_t qp_tokenizer_merge_count(const struct qp_tokenizer *t)

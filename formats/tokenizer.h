@@ -150,6 +150,14 @@ const char *qp_tokenizer_model_name(const struct qp_tokenizer *tok);
  * SentencePiece-style tokenizers). */
 const char *qp_tokenizer_pre_name(const struct qp_tokenizer *tok);
 
+/* A SentencePiece-style score for token id (GGUF's tokenizer.ggml.scores,
+ * which llama.cpp's "llama" tokenizer merges by, highest first): -r for
+ * the token the merge of rank r makes (the first such merge), -(merge
+ * count) for tokens no merge makes, 0 for control, user-defined and byte
+ * tokens. Merging the highest-scoring pair first, leftmost on ties,
+ * reproduces the ranks. */
+float qp_tokenizer_token_score(const struct qp_tokenizer *tok, int32_t id);
+
 /* The merges, by rank (priority; 0 first): the ids of the two tokens
  * merged and of their concatenation. i < qp_tokenizer_merge_count. */
 size_t qp_tokenizer_merge_count(const struct qp_tokenizer *tok);

@@ -204,6 +204,12 @@ QP_TEST(tokenizer_exporter_accessors)
     CHECK(a == 256 && b == 257 && r == 258);
     qp_tokenizer_merge(t, 13, &a, &b, &r); /* the [a, b] form */
     CHECK(a == 255 && b == 254 && r == 273);
+    /* scores: -rank of the merge making the token, -16 for the bytes */
+    CHECK(qp_tokenizer_token_score(t, 258) == -2.0f);
+    CHECK(qp_tokenizer_token_score(t, 256) == 0.0f); /* rank 0 */
+    CHECK(qp_tokenizer_token_score(t, 104) == -16.0f);
+    CHECK(qp_tokenizer_token_score(t, 266) == -16.0f); /* no merge makes it */
+    CHECK(qp_tokenizer_token_score(t, 267) == 0.0f);   /* control */
     qp_tokenizer_free(t);
     free(json);
 }
