@@ -35,6 +35,7 @@ static const struct {
     {"kernel", cmd_kernel, "run one integer layer (conv, depthwise, fc) with "
                            "device conventions"},
     {"demo", cmd_demo, "the whole job on the bundled model"},
+    {"tokenize", cmd_tokenize, "text to token ids and back (HF tokenizer.json)"},
 };
 
 static void usage(FILE *f)
