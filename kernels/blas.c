@@ -9,6 +9,8 @@
 #include "kernels/blas.h"
 
 #include <cblas.h>
+#include <lapacke.h>
+#include <math.h>
 #include <pthread.h>
 
 #include "core/parallel.h"
@@ -136,4 +138,128 @@ int qp_blas_threads(void)
 const char *qp_blas_describe(void)
 {
     return openblas_get_config();
+}
+
+/* ---- SYRK, SYMM -------------------------------------------------------- */
+
+struct syrk {
+    size_t n, k, lda, ldc;
+    float alpha, beta;
+    const float *a;
+    float *c;
+};
+
+/* Row ranges [r(t), r(t+1)) of the lower triangle with r(t) = n sqrt(t/nt)
+ * hold equal areas; boundaries rounded to 16 rows. */
+static size_t syrk_bound(size_t n, int t, int nt)
+{
+    if (t >= nt)
+        return n;
+    size_t r = (size_t)((double)n * sqrt((double)t / nt));
+    r -= r % 16;
+    return r < n ? r : n;
+}
+
+static void syrk_rows(const struct syrk *s, size_t r0, size_t r1)
+{
+    if (r0 >= r1)
+        return;
+    /* C[r0:r1, 0:r0] = alpha A[:, r0:r1]^T A[:, 0:r0] + beta C */
+    if (r0)
+        sgemm1(true, false, r1 - r0, r0, s->k, s->alpha, s->a + r0, s->lda,
+               s->a, s->lda, s->beta, s->c + r0 * s->ldc, s->ldc);
+    size_t lda = s->lda < r1 - r0 ? r1 - r0 : s->lda;
+    size_t ldc = s->ldc < r1 - r0 ? r1 - r0 : s->ldc;
+    cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, (blasint)(r1 - r0),
+                (blasint)s->k, s->alpha, s->a + r0, (blasint)lda, s->beta,
+                s->c + r0 * s->ldc + r0, (blasint)ldc);
+}
+
+static void syrk_part(void *ctx, int t, int nt)
+{
+    const struct syrk *s = ctx;
+    syrk_rows(s, syrk_bound(s->n, t, nt), syrk_bound(s->n, t + 1, nt));
+}
+
+void qp_blas_ssyrk_lower(struct qp_pool *pool, size_t n, size_t k, float alpha,
+                         const float *a, size_t lda, float beta, float *c,
+                         size_t ldc)
+{
+    if (n == 0)
+        return;
+    if (k == 0) {
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j <= i; j++)
+                c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return;
+    }
+    single_threaded_openblas();
+    struct syrk s = {n, k, lda, ldc, alpha, beta, a, c};
+    int nt = qp_pool_threads(pool);
+    if (nt <= 1 || n * n / 2 * k < PAR_MIN_MACS || n < 64) {
+        syrk_rows(&s, 0, n);
+        return;
+    }
+    qp_pool_run(pool, syrk_part, &s, nt);
+}
+
+struct symm {
+    size_t m, n, lds, ldb, ldc;
+    float alpha, beta;
+    const float *s, *b;
+    float *c;
+};
+
+static void symm_part(void *ctx, int t, int nt)
+{
+    const struct symm *p = ctx;
+    size_t b, e;
+    qp_parallel_split(p->m, t, nt, 4, &b, &e);
+    if (b >= e)
+        return;
+    cblas_ssymm(CblasRowMajor, CblasRight, CblasLower, (blasint)(e - b),
+                (blasint)p->n, p->alpha, p->s, (blasint)p->lds,
+                p->b + b * p->ldb, (blasint)p->ldb, p->beta, p->c + b * p->ldc,
+                (blasint)p->ldc);
+}
+
+void qp_blas_ssymm_right_lower(struct qp_pool *pool, size_t m, size_t n,
+                               float alpha, const float *s, size_t lds,
+                               const float *b, size_t ldb, float beta, float *c,
+                               size_t ldc)
+{
+    if (m == 0 || n == 0)
+        return;
+    single_threaded_openblas();
+    struct symm p = {m, n, lds < n ? n : lds, ldb < n ? n : ldb,
+                     ldc < n ? n : ldc, alpha, beta, s, b, c};
+    int nt = qp_pool_threads(pool);
+    if (nt <= 1 || m * n * n < PAR_MIN_MACS || m < 8)
+        nt = 1;
+    qp_pool_run(pool, symm_part, &p, nt);
+}
+
+/* ---- LAPACK ------------------------------------------------------------ */
+
+/* A row-major lower triangle is the column-major upper triangle of the
+ * same memory, and a symmetric matrix is its own transpose: LAPACK's
+ * column-major 'U' routines compute on it what the row-major 'L' ones
+ * would (A = U^T U with U^T = L), without LAPACKE's transposing copy. */
+int qp_lapack_spotrf_lower(size_t n, float *a, size_t lda)
+{
+    if (n == 0)
+        return 0;
+    single_threaded_openblas();
+    return LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'U', (lapack_int)n, a,
+                               (lapack_int)(lda < n ? n : lda));
+}
+
+int qp_lapack_strtri_lower(size_t n, float *a, size_t lda)
+{
+    if (n == 0)
+        return 0;
+    single_threaded_openblas();
+    /* the column-major upper triangle holds L^T; its inverse is (L^-1)^T */
+    return LAPACKE_strtri_work(LAPACK_COL_MAJOR, 'U', 'N', (lapack_int)n, a,
+                               (lapack_int)(lda < n ? n : lda));
 }
