@@ -36,6 +36,22 @@ static void single_threaded_openblas(void)
     pthread_once(&one_thread_once, openblas_one_thread);
 }
 
+/* OpenBLAS runs one thread, except inside a LAPACK call, which sets its
+ * own thread count: products hold this lock shared, LAPACK exclusively,
+ * so no product ever runs while OpenBLAS is multi-threaded. */
+static pthread_rwlock_t threads_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static void openblas_enter(void)
+{
+    single_threaded_openblas();
+    pthread_rwlock_rdlock(&threads_lock);
+}
+
+static void openblas_leave(void)
+{
+    pthread_rwlock_unlock(&threads_lock);
+}
+
 /* Below this many multiply-adds one thread is faster. */
 #define PAR_MIN_MACS ((size_t)1 << 21)
 
@@ -119,15 +135,16 @@ void qp_blas_sgemm(struct qp_pool *pool, bool trans_a, bool trans_b, size_t m,
                 c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
-    single_threaded_openblas();
+    openblas_enter();
     int nt = qp_pool_threads(pool);
     if (nt <= 1 || m * n * k < PAR_MIN_MACS || (n < 32 && m < 8)) {
         sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        return;
+    } else {
+        struct gemm g = {trans_a, trans_b, m, n, k, alpha, beta, a, b,
+                         lda, ldb, ldc, c, n >= 32 * (size_t)nt};
+        qp_pool_run(pool, gemm_part, &g, nt);
     }
-    struct gemm g = {trans_a, trans_b, m, n, k, alpha, beta, a, b,
-                     lda, ldb, ldc, c, n >= 32 * (size_t)nt};
-    qp_pool_run(pool, gemm_part, &g, nt);
+    openblas_leave();
 }
 
 int qp_blas_threads(void)
@@ -193,14 +210,14 @@ void qp_blas_ssyrk_lower(struct qp_pool *pool, size_t n, size_t k, float alpha,
                 c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
-    single_threaded_openblas();
+    openblas_enter();
     struct syrk s = {n, k, lda, ldc, alpha, beta, a, c};
     int nt = qp_pool_threads(pool);
-    if (nt <= 1 || n * n / 2 * k < PAR_MIN_MACS || n < 64) {
+    if (nt <= 1 || n * n / 2 * k < PAR_MIN_MACS || n < 64)
         syrk_rows(&s, 0, n);
-        return;
-    }
-    qp_pool_run(pool, syrk_part, &s, nt);
+    else
+        qp_pool_run(pool, syrk_part, &s, nt);
+    openblas_leave();
 }
 
 struct symm {
@@ -230,36 +247,68 @@ void qp_blas_ssymm_right_lower(struct qp_pool *pool, size_t m, size_t n,
 {
     if (m == 0 || n == 0)
         return;
-    single_threaded_openblas();
+    openblas_enter();
     struct symm p = {m, n, lds < n ? n : lds, ldb < n ? n : ldb,
                      ldc < n ? n : ldc, alpha, beta, s, b, c};
     int nt = qp_pool_threads(pool);
     if (nt <= 1 || m * n * n < PAR_MIN_MACS || m < 8)
         nt = 1;
     qp_pool_run(pool, symm_part, &p, nt);
+    openblas_leave();
 }
 
 /* ---- LAPACK ------------------------------------------------------------ */
+
+/* A LAPACK call on nt threads of OpenBLAS's own (its LAPACK is parallel
+ * inside), with every product shut out meanwhile; back to one thread and
+ * its spinning workers stopped afterwards. */
+static void lapack_begin(int nt)
+{
+    single_threaded_openblas();
+    pthread_rwlock_wrlock(&threads_lock);
+    if (nt > 1)
+        openblas_set_num_threads(nt);
+}
+
+static void lapack_end(int nt)
+{
+    if (nt > 1) {
+        openblas_set_num_threads(1);
+        blas_thread_shutdown_();
+    }
+    pthread_rwlock_unlock(&threads_lock);
+}
+
+/* Below this order one thread is faster. */
+#define LAPACK_PAR_MIN 512
 
 /* A row-major lower triangle is the column-major upper triangle of the
  * same memory, and a symmetric matrix is its own transpose: LAPACK's
  * column-major 'U' routines compute on it what the row-major 'L' ones
  * would (A = U^T U with U^T = L), without LAPACKE's transposing copy. */
-int qp_lapack_spotrf_lower(size_t n, float *a, size_t lda)
+int qp_lapack_spotrf_lower(struct qp_pool *pool, size_t n, float *a,
+                           size_t lda)
 {
     if (n == 0)
         return 0;
-    single_threaded_openblas();
-    return LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'U', (lapack_int)n, a,
-                               (lapack_int)(lda < n ? n : lda));
+    int nt = n < LAPACK_PAR_MIN ? 1 : qp_pool_threads(pool);
+    lapack_begin(nt);
+    int info = LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'U', (lapack_int)n, a,
+                                   (lapack_int)(lda < n ? n : lda));
+    lapack_end(nt);
+    return info;
 }
 
-int qp_lapack_strtri_lower(size_t n, float *a, size_t lda)
+int qp_lapack_strtri_lower(struct qp_pool *pool, size_t n, float *a,
+                           size_t lda)
 {
     if (n == 0)
         return 0;
-    single_threaded_openblas();
+    int nt = n < LAPACK_PAR_MIN ? 1 : qp_pool_threads(pool);
+    lapack_begin(nt);
     /* the column-major upper triangle holds L^T; its inverse is (L^-1)^T */
-    return LAPACKE_strtri_work(LAPACK_COL_MAJOR, 'U', 'N', (lapack_int)n, a,
-                               (lapack_int)(lda < n ? n : lda));
+    int info = LAPACKE_strtri_work(LAPACK_COL_MAJOR, 'U', 'N', (lapack_int)n,
+                                   a, (lapack_int)(lda < n ? n : lda));
+    lapack_end(nt);
+    return info;
 }

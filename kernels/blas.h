@@ -42,18 +42,21 @@ void qp_blas_ssymm_right_lower(struct qp_pool *pool, size_t m, size_t n,
                                const float *b, size_t ldb, float beta, float *c,
                                size_t ldc);
 
-/* LAPACK (OpenBLAS's) in single precision on row-major matrices, one
- * thread. The Cholesky factor of the symmetric matrix whose lower
+/* LAPACK (OpenBLAS's) in single precision on row-major matrices, on as
+ * many threads as pool has (OpenBLAS's own, set for the call; products
+ * from other threads wait meanwhile). The Cholesky factor of the symmetric matrix whose lower
  * triangle a [n, n] holds: on success the lower triangle holds L with
  * A = L L^T; the strict upper triangle is never touched. Returns 0, or
  * k > 0 when the leading minor of order k is not positive definite
  * (LAPACK's info; a is then partly overwritten). */
-int qp_lapack_spotrf_lower(size_t n, float *a, size_t lda);
+int qp_lapack_spotrf_lower(struct qp_pool *pool, size_t n, float *a,
+                           size_t lda);
 
 /* The inverse of the lower-triangular matrix in a [n, n] (non-unit
  * diagonal), in place; the strict upper triangle is never touched.
  * Returns 0, or k > 0 when L[k-1][k-1] is exactly zero. */
-int qp_lapack_strtri_lower(size_t n, float *a, size_t lda);
+int qp_lapack_strtri_lower(struct qp_pool *pool, size_t n, float *a,
+                           size_t lda);
 
 /* Largest dimension or stride qp_blas_sgemm accepts. */
 #define QP_BLAS_MAX_DIM ((size_t)0x7fffffff)

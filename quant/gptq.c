@@ -52,33 +52,66 @@ static void fit_group(const struct gptq *g, size_t o, size_t c0)
                   g->zp ? &g->zp[k] : NULL);
 }
 
+/* Quantizes column c of row o (its weight already error-compensated) and
+ * returns the scaled error (w - q) / U_cc. */
+static float quantize_one(const struct gptq *g, size_t o, size_t c,
+                          double *loss)
+{
+    float *w = g->w + o * g->cols;
+    if (g->group && c % g->group == 0)
+        fit_group(g, o, c);
+    size_t k = o * g->rstride + (size_t)g->colgrp[c];
+    float s = g->scale[k], x = w[c], d = g->u[c * g->cols + c];
+    int32_t z = g->zp ? g->zp[k] : 0;
+    int32_t q = qp_quantize_f32(x, s, z, g->qmin, g->qmax, g->r);
+    float qd = (float)(q - z) * s, ec = (x - qd) / d;
+    g->stage[o * g->cols + c] = (uint16_t)(q - g->qmin);
+    *loss += (double)ec * ec;
+    g->e[o * (g->i2 - g->i1) + c - g->i1] = ec;
+    return ec;
+}
+
+/* Rows quantized together: their columns are independent chains, so the
+ * latency of one quantization hides behind the others', and each U row
+ * loaded serves NR rows. */
+#define NR 4
+
 /* Columns [i1, i2) of rows [b, e): quantize each column, spread its error
  * onto the block's later columns, keep the scaled errors for the GEMM. */
 static void block_rows(void *ctx, int t, int nt)
 {
     const struct gptq *g = ctx;
-    size_t b, e, cols = g->cols, i1 = g->i1, i2 = g->i2, bw = i2 - i1;
+    size_t b, e, cols = g->cols, i2 = g->i2;
     qp_parallel_split(g->rows, t, nt, 1, &b, &e);
-    for (size_t o = b; o < e; o++) {
-        float *w = g->w + o * cols, *err = g->e + o * bw;
-        uint16_t *st = g->stage + o * cols;
-        double loss = 0;
-        for (size_t c = i1; c < i2; c++) {
-            if (g->group && c % g->group == 0)
-                fit_group(g, o, c);
-            size_t k = o * g->rstride + (size_t)g->colgrp[c];
-            float s = g->scale[k], x = w[c];
-            int32_t z = g->zp ? g->zp[k] : 0;
-            int32_t q = qp_quantize_f32(x, s, z, g->qmin, g->qmax, g->r);
-            const float *uc = g->u + c * cols;
-            float qd = (float)(q - z) * s, d = uc[c], ec = (x - qd) / d;
-            st[c] = (uint16_t)(q - g->qmin);
-            loss += (double)(x - qd) * (double)(x - qd) / ((double)d * d);
-            err[c - i1] = ec;
-            for (size_t j = c + 1; j < i2; j++)
-                w[j] -= ec * uc[j];
+    for (size_t o = b; o < e; o += NR) {
+        size_t nr = e - o < NR ? e - o : NR;
+        double loss[NR] = {0};
+        float *w0 = g->w + o * cols;
+        for (size_t c = g->i1; c < i2; c++) {
+            float ec[NR];
+            for (size_t r = 0; r < nr; r++)
+                ec[r] = quantize_one(g, o + r, c, &loss[r]);
+            const float *restrict uc = g->u + c * cols;
+            if (nr == NR) {
+                float *restrict a = w0, *restrict b1 = w0 + cols;
+                float *restrict b2 = b1 + cols, *restrict b3 = b2 + cols;
+                for (size_t j = c + 1; j < i2; j++) {
+                    float u = uc[j];
+                    a[j] -= ec[0] * u;
+                    b1[j] -= ec[1] * u;
+                    b2[j] -= ec[2] * u;
+                    b3[j] -= ec[3] * u;
+                }
+            } else {
+                for (size_t r = 0; r < nr; r++) {
+                    float *restrict w = w0 + r * cols;
+                    for (size_t j = c + 1; j < i2; j++)
+                        w[j] -= ec[r] * uc[j];
+                }
+            }
         }
-        g->loss[o] += loss;
+        for (size_t r = 0; r < nr; r++)
+            g->loss[o + r] += loss[r];
     }
 }
 
@@ -149,18 +182,37 @@ static double order_columns(const double *diag, size_t n, bool act,
     return sum / (double)n;
 }
 
+/* The strict upper triangle of f = the strict lower triangle of h
+ * transposed (in tiles, so both sides stream), making row a of the
+ * symmetric H readable from two rows: h[a][b] for b <= a, f[a][b] above. */
+static void mirror_into_upper(float *f, const float *h, size_t n)
+{
+    enum { TB = 64 };
+    for (size_t i0 = 0; i0 < n; i0 += TB)
+        for (size_t j0 = 0; j0 <= i0; j0 += TB) {
+            size_t i1 = n - i0 < TB ? n : i0 + TB;
+            for (size_t i = i0; i < i1; i++) {
+                size_t j1 = j0 + TB < i ? j0 + TB : i;
+                for (size_t j = j0; j < j1; j++)
+                    f[j * n + i] = h[i * n + j];
+            }
+        }
+}
+
 /* Row-major lower triangle of F = J P^T H P J + damp I, where P is the
  * column order: F[i][j] = H[perm[n-1-i]][perm[n-1-j]] with diag H from
- * diag (dead columns 1). Only the lower triangle of h is read. */
+ * diag (dead columns 1), read from h's lower triangle and the mirror in
+ * f's upper one (mirror_into_upper), which it leaves intact. */
 static void build_reversed(float *f, const float *h, const double *diag,
                            const size_t *perm, size_t n, float damp)
 {
     for (size_t i = 0; i < n; i++) {
         size_t a = perm[n - 1 - i];
+        const float *lo = h + a * n, *up = f + a * n;
         float *fi = f + i * n;
         for (size_t j = 0; j < i; j++) {
             size_t b = perm[n - 1 - j];
-            fi[j] = a >= b ? h[a * n + b] : h[b * n + a];
+            fi[j] = b <= a ? lo[b] : up[b];
         }
         fi[i] = (float)diag[a] + damp;
     }
@@ -192,14 +244,16 @@ static bool reverse_into_upper(float *f, size_t n)
 /* U for H with dampening from *damp up, doubling up to 1 on failure. */
 static enum qp_status factor(float *u, const struct qp_hessian *h,
                              const double *diag, const size_t *perm,
-                             double mean, double *damp, int *retries,
-                             const char *name, struct qp_error *err)
+                             double mean, struct qp_pool *pool, double *damp,
+                             int *retries, const char *name,
+                             struct qp_error *err)
 {
     size_t n = h->cols;
     for (*retries = 0;; ++*retries) {
+        mirror_into_upper(u, h->h, n);
         build_reversed(u, h->h, diag, perm, n, (float)(*damp * mean));
-        if (!qp_lapack_spotrf_lower(n, u, n) &&
-            !qp_lapack_strtri_lower(n, u, n) && reverse_into_upper(u, n))
+        if (!qp_lapack_spotrf_lower(pool, n, u, n) &&
+            !qp_lapack_strtri_lower(pool, n, u, n) && reverse_into_upper(u, n))
             return QP_OK;
         if (*damp >= 1)
             return qp_fail(err, QP_E_INVAL, "layer '%s': the Hessian is not "
@@ -281,25 +335,43 @@ static enum qp_status fixed_params(const struct gptq *g,
     return st;
 }
 
-/* Integers in the original column order, packed into t's data. */
-static void store(const struct gptq *g, const size_t *inv, struct qp_tensor *t)
+/* Elements per packing chunk: a multiple of 8, so every chunk starts on a
+ * byte of packed data and threads never share a byte. */
+#define CHUNK 2048
+
+struct store {
+    const struct gptq *g;
+    const size_t *inv;
+    struct qp_tensor *t;
+};
+
+/* Chunks of the integers in the original column order, packed. */
+static void store_part(void *ctx, int t, int nt)
 {
-    enum { CHUNK = 2048 }; /* a multiple of 8: stores start on a byte */
+    const struct store *s = ctx;
+    const struct gptq *g = s->g;
+    size_t total = g->rows * g->cols, b, e;
+    qp_parallel_split((total + CHUNK - 1) / CHUNK, t, nt, 1, &b, &e);
     int32_t q[CHUNK];
-    size_t fill = 0, base = 0;
-    for (size_t o = 0; o < g->rows; o++) {
-        const uint16_t *st = g->stage + o * g->cols;
-        for (size_t i = 0; i < g->cols; i++) {
-            q[fill++] = (int32_t)st[inv[i]] + g->qmin;
-            if (fill == CHUNK) {
-                qp_pack_store(t->dtype, q, CHUNK, t->data, base);
-                base += CHUNK;
-                fill = 0;
+    for (size_t k = b; k < e; k++) {
+        size_t base = k * CHUNK, n = total - base < CHUNK ? total - base : CHUNK;
+        size_t o = base / g->cols, i = base % g->cols;
+        for (size_t m = 0; m < n; m++) {
+            q[m] = (int32_t)g->stage[o * g->cols + s->inv[i]] + g->qmin;
+            if (++i == g->cols) {
+                i = 0;
+                o++;
             }
         }
+        qp_pack_store(s->t->dtype, q, n, s->t->data, base);
     }
-    if (fill)
-        qp_pack_store(t->dtype, q, fill, t->data, base);
+}
+
+static void store(const struct gptq *g, const size_t *inv, struct qp_tensor *t,
+                  struct qp_pool *pool)
+{
+    struct store s = {g, inv, t};
+    qp_pool_run(pool, store_part, &s, g->rows * g->cols > 8 * CHUNK ? 0 : 1);
 }
 
 static double now(void)
@@ -469,14 +541,14 @@ enum qp_status qp_gptq_quantize(const struct qp_tensor *w,
     if ((st = arrange(&b, h, &geo, ws, what, &mean, res, err)))
         goto out;
     res->damp = ws->gptq.damp ? ws->gptq.damp : QP_GPTQ_DAMP_DEFAULT;
-    if ((st = factor(g->u, h, b.diag, b.perm, mean, &res->damp, &res->retries,
-                     name, err)))
+    if ((st = factor(g->u, h, b.diag, b.perm, mean, o->pool, &res->damp,
+                     &res->retries, name, err)))
         goto out;
     run_blocks(g, blk, o->pool);
     if ((st = qp_tensor_new(w->name, qp_qformat_dtype(&g->f), 2, w->shape, &t,
                             err)))
         goto out;
-    store(g, b.inv, t);
+    store(g, b.inv, t, o->pool);
     if ((st = qp_tensor_set_qparams(t, geo.count, g->scale, g->zp, geo.axis,
                                     geo.block, err)))
         goto out;

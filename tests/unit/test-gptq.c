@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parallel.h"
 #include "quant/gptq.h"
 #include "quant/pack.h"
 #include "tests/test.h"
@@ -604,5 +605,41 @@ QP_TEST(gptq_block_size_invariance)
         free(dref);
         qp_gptq_result_release(&ref);
     }
+    gt_problem_release(&p);
+}
+
+QP_TEST(gptq_threads_agree)
+{
+    /* 1 and 3 threads: rows split differently (each row's own arithmetic
+     * is the same), the GEMMs split differently, and LAPACK runs on 3
+     * threads of OpenBLAS above order 512; results may move by float
+     * rounding only, as between block sizes (none here) */
+    enum { R = 24, C = 640, T = 1500 };
+    struct gt_problem p;
+    REQUIRE(gt_problem_init(&p, R, C, T, 500, 4.0f, 41, 42));
+    struct qp_pool *one = qp_pool_new(1), *three = qp_pool_new(3);
+    REQUIRE(one && three);
+    struct qp_wscheme ws = gt_scheme("w4g64@gptq:act");
+    struct qp_gptq_opts o1 = {&ws, QP_ROUND_HALF_AWAY, NULL, one};
+    struct qp_gptq_opts o3 = {&ws, QP_ROUND_HALF_AWAY, NULL, three};
+    struct qp_gptq_result a, b;
+    struct qp_error err;
+    REQUIRE_OK(qp_gptq_quantize(p.w, p.h, &o1, &a, &err), &err);
+    REQUIRE_OK(qp_gptq_quantize(p.w, p.h, &o3, &b, &err), &err);
+    int32_t *qa = malloc(R * C * sizeof *qa), *qb = malloc(R * C * sizeof *qb);
+    REQUIRE(qa && qb);
+    ints(a.q, qa);
+    ints(b.q, qb);
+    int diff = 0;
+    for (size_t i = 0; i < R * C; i++)
+        diff += qa[i] != qb[i];
+    CHECK(diff <= R * C / 1000);
+    CHECK_NEAR(a.loss, b.loss, 1e-4 * a.loss);
+    free(qa);
+    free(qb);
+    qp_gptq_result_release(&a);
+    qp_gptq_result_release(&b);
+    qp_pool_free(one);
+    qp_pool_free(three);
     gt_problem_release(&p);
 }
