@@ -161,9 +161,10 @@ static int by_desc(const void *pa, const void *pb)
     return a->i < b->i ? -1 : a->i > b->i;
 }
 
-/* perm (may be NULL when act is false) gets the quantization order, and
- * the return value is mean(diag) summed in decreasing order (so it does
- * not depend on the column order); NAN when out of memory. */
+/* perm gets the quantization order (decreasing diag when act, else the
+ * identity), and the return value is mean(diag) summed in decreasing
+ * order (so it does not depend on the column order); NAN when out of
+ * memory. */
 static double order_columns(const double *diag, size_t n, bool act,
                             size_t *perm)
 {
@@ -590,6 +591,10 @@ enum qp_status qp_gptq_dequantize(const struct qp_tensor *q,
                        "integer tensor with groups along axis 1", q->name);
     size_t rows = (size_t)q->shape[0], cols = (size_t)q->shape[1];
     size_t nblk = (cols + (size_t)p->block_size - 1) / (size_t)p->block_size;
+    if (p->count != rows * nblk)
+        return qp_fail(err, QP_E_INVAL, "tensor '%s': %zu scales, groups of "
+                       "%lld need %zu", q->name, p->count,
+                       (long long)p->block_size, rows * nblk);
     for (size_t i = 0; i < cols; i++)
         if (g_idx[i] < 0 || (size_t)g_idx[i] >= nblk)
             return qp_fail(err, QP_E_INVAL, "tensor '%s': g_idx[%zu] = %d, "
