@@ -285,30 +285,30 @@ static void lapack_end(int nt)
 /* A row-major lower triangle is the column-major upper triangle of the
  * same memory, and a symmetric matrix is its own transpose: LAPACK's
  * column-major 'U' routines compute on it what the row-major 'L' ones
- * would (A = U^T U with U^T = L), without LAPACKE's transposing copy. */
-int qp_lapack_spotrf_lower(struct qp_pool *pool, size_t n, float *a,
-                           size_t lda)
+ * would (A = U^T U with U^T = L), without LAPACKE's transposing copy; and
+ * the inverse of that U = L^T is (L^-1)^T. */
+static int lapack_lower(struct qp_pool *pool, size_t n, float *a, size_t lda,
+                        bool inverse)
 {
     if (n == 0)
         return 0;
     int nt = n < LAPACK_PAR_MIN ? 1 : qp_pool_threads(pool);
+    lapack_int ln = (lapack_int)n, la = (lapack_int)(lda < n ? n : lda);
     lapack_begin(nt);
-    int info = LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'U', (lapack_int)n, a,
-                                   (lapack_int)(lda < n ? n : lda));
+    int info = inverse ? LAPACKE_strtri_work(LAPACK_COL_MAJOR, 'U', 'N', ln, a, la)
+                       : LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'U', ln, a, la);
     lapack_end(nt);
     return info;
+}
+
+int qp_lapack_spotrf_lower(struct qp_pool *pool, size_t n, float *a,
+                           size_t lda)
+{
+    return lapack_lower(pool, n, a, lda, false);
 }
 
 int qp_lapack_strtri_lower(struct qp_pool *pool, size_t n, float *a,
                            size_t lda)
 {
-    if (n == 0)
-        return 0;
-    int nt = n < LAPACK_PAR_MIN ? 1 : qp_pool_threads(pool);
-    lapack_begin(nt);
-    /* the column-major upper triangle holds L^T; its inverse is (L^-1)^T */
-    int info = LAPACKE_strtri_work(LAPACK_COL_MAJOR, 'U', 'N', (lapack_int)n,
-                                   a, (lapack_int)(lda < n ? n : lda));
-    lapack_end(nt);
-    return info;
+    return lapack_lower(pool, n, a, lda, true);
 }

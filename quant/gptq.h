@@ -55,7 +55,17 @@
  * parameters are those of group g_idx[i] (as GPTQ checkpoints: scales in
  * group order plus g_idx); the tensor's own parameters then describe it
  * exactly only where g_idx[i] == i / G, and qp_gptq_dequantize is the
- * exact reading. */
+ * exact reading.
+ *
+ * Use, for one layer (the session captures its inputs):
+ *   qp_hessian_new(name, in, pool, &h, err);
+ *   per calibration batch: qp_hessian_add(h, x, tokens, in, err);
+ *   qp_gptq_quantize(w, h, &opts, &res, err);      res.q, res.g_idx, figures
+ *   qp_gptq_dequantize(res.q, res.g_idx, fake, err);  --fake, later layers
+ *   qp_hessian_output_error(h, w, out, what, 2, rel, err);  GPTQ vs RTN
+ *
+ * Threads: rows are split over opts.pool, the GEMMs too, and LAPACK runs
+ * on as many OpenBLAS threads; 1 and N threads agree to float rounding. */
 #ifndef QP_QUANT_GPTQ_H
 #define QP_QUANT_GPTQ_H
 
@@ -71,7 +81,7 @@
 struct qp_pool;
 
 struct qp_gptq_opts {
-    const struct qp_wscheme *ws; /* bits, granularity, symmetry and the
+    const struct qp_wscheme *ws; /* required: bits, granularity, symmetry, the
                                   * ws->gptq options; ws->algo QP_WALGO_MSE
                                   * also selects the 'mse' grid */
     enum qp_round round;         /* as RTN's (default half-away) */
