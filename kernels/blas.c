@@ -295,8 +295,9 @@ static int lapack_lower(struct qp_pool *pool, size_t n, float *a, size_t lda,
     int nt = n < LAPACK_PAR_MIN ? 1 : qp_pool_threads(pool);
     lapack_int ln = (lapack_int)n, la = (lapack_int)(lda < n ? n : lda);
     lapack_begin(nt);
-    int info = inverse ? LAPACKE_strtri_work(LAPACK_COL_MAJOR, 'U', 'N', ln, a, la)
-                       : LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'U', ln, a, la);
+    int info = inverse
+                   ? LAPACKE_strtri_work(LAPACK_COL_MAJOR, 'U', 'N', ln, a, la)
+                   : LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'U', ln, a, la);
     lapack_end(nt);
     return info;
 }

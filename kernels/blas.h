@@ -44,8 +44,8 @@ void qp_blas_ssymm_right_lower(struct qp_pool *pool, size_t m, size_t n,
 
 /* LAPACK (OpenBLAS's) in single precision on row-major matrices, on as
  * many threads as pool has (OpenBLAS's own, set for the call; products
- * from other threads wait meanwhile). The Cholesky factor of the symmetric matrix whose lower
- * triangle a [n, n] holds: on success the lower triangle holds L with
+ * from other threads wait meanwhile). The Cholesky factor of the
+ * symmetric matrix whose lower triangle a [n, n] holds: on success the lower triangle holds L with
  * A = L L^T; the strict upper triangle is never touched. Returns 0, or
  * k > 0 when the leading minor of order k is not positive definite
  * (LAPACK's info; a is then partly overwritten). */

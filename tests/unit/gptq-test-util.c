@@ -25,7 +25,8 @@ float *gt_inputs(size_t tokens, size_t cols, float spread, uint64_t seed)
 {
     uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
     float *x = malloc(tokens * cols * sizeof *x + 1);
-    double *a = malloc(cols * BAND * sizeof *a + 1), *z = malloc(cols * sizeof *z + 1);
+    double *a = malloc(cols * BAND * sizeof *a + 1);
+    double *z = malloc(cols * sizeof *z + 1);
     if (!x || !a || !z) {
         free(x);
         free(a);

@@ -210,7 +210,8 @@ QP_TEST(gptq_matches_a_sequential_reference)
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const struct refcase *rc = &cases[k];
         struct gt_problem p;
-        REQUIRE(gt_problem_init(&p, rc->rows, rc->cols, 4 * rc->cols, 7, 3.0f, rc->seed, rc->seed));
+        REQUIRE(gt_problem_init(&p, rc->rows, rc->cols, 4 * rc->cols, 7, 3.0f,
+                                rc->seed, rc->seed));
         struct qp_hessian *h = p.h;
         struct qp_tensor *w = p.w;
         /* the full symmetric H the reference reads */
@@ -366,7 +367,8 @@ QP_TEST(gptq_output_error_below_rtn_on_correlated_inputs)
         const struct shape *sh = &shapes[k];
         for (uint64_t seed = 1; seed <= 3; seed++) {
             struct gt_problem p;
-            REQUIRE(gt_problem_init(&p, sh->rows, sh->cols, sh->tokens, 64, 4.0f, seed * 10 + k, seed + k));
+            REQUIRE(gt_problem_init(&p, sh->rows, sh->cols, sh->tokens, 64,
+                                    4.0f, seed * 10 + k, seed + k));
             struct qp_hessian *h = p.h;
             struct qp_tensor *w = p.w;
             for (size_t j = 0; j < sizeof schemes / sizeof schemes[0]; j++) {
