@@ -42,6 +42,15 @@ static double now(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* CPU seconds of the whole process (all threads): robust to a busy
+ * machine where wall time is not. */
+static double cpu(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static inline uint64_t mix(uint64_t z)
 {
     z = (z + 1) * 0x9E3779B97F4A7C15ull;
@@ -166,25 +175,26 @@ int main(int argc, char **argv)
            g_gemm, nt);
     printf("  openblas ssyrk   %7.1f GFLOP/s\n", g_syrk);
 
-    double th = 0, tgen = 0;
+    double th = 0, tgen = 0, ch = 0;
     for (size_t b = 0; b < batches; b++) {
         double t0 = now();
         if (b)
             input(x, b * TOKENS, TOKENS, cols);
-        double t1 = now();
+        double t1 = now(), c1 = cpu();
         if (qp_hessian_add(h, x, TOKENS, cols, &err)) {
             fprintf(stderr, "bench-gptq: %s\n", err.msg);
             return 1;
         }
         th += now() - t1;
+        ch += cpu() - c1;
         tgen += t1 - t0;
     }
     free(x);
     double hflops = (double)cols * (cols + 1) * TOKENS * (double)batches;
     double g_h = hflops / th / 1e9;
     printf("  hessian          %7.2f s  %7.1f GFLOP/s  = %.2f x sgemm, %.2f x "
-           "ssyrk (inputs generated in %.1f s, not counted)\n", th, g_h,
-           g_h / g_gemm, g_h / g_syrk, tgen);
+           "ssyrk (%.1f CPU s; inputs generated in %.1f s, not counted)\n", th,
+           g_h, g_h / g_gemm, g_h / g_syrk, ch, tgen);
     printf("  ratio hessian/sgemm %.2f (goal >= 0.8); as a GEMM accumulation "
            "(the reference's X^T X) it would take %.2f s\n", g_h / g_gemm,
            2 * hflops / g_gemm / 1e9);
@@ -192,18 +202,21 @@ int main(int argc, char **argv)
     weight(w->data, rows, cols);
     struct qp_gptq_opts o = {&sc.w, rnd, NULL, NULL};
     struct qp_gptq_result res;
+    double cq = cpu();
     if (qp_gptq_quantize(w, h, &o, &res, &err)) {
         fprintf(stderr, "bench-gptq: %s\n", err.msg);
         return 1;
     }
+    cq = cpu() - cq;
     double rss_q = peak_rss_mb();
     size_t blk = sc.w.gptq.block ? (size_t)sc.w.gptq.block : QP_GPTQ_BLOCK_DEFAULT;
     double qf = quant_flops(rows, cols, blk < cols ? blk : cols);
     double at_gemm = qf / (g_gemm * 1e9);
     printf("  quantize         %7.2f s  (%.1f GFLOP; %.2f s at sgemm speed: "
-           "ratio %.2f) damp %g retries %d\n", res.seconds, qf / 1e9, at_gemm,
-           res.seconds / at_gemm, res.damp, res.retries);
-    printf("  total            %7.2f s  (hessian + quantize)\n", th + res.seconds);
+           "ratio %.2f; %.1f CPU s) damp %g retries %d\n", res.seconds, qf / 1e9,
+           at_gemm, res.seconds / at_gemm, cq, res.damp, res.retries);
+    printf("  total            %7.2f s  (hessian + quantize; %.1f CPU s)\n",
+           th + res.seconds, ch + cq);
 
     /* errors: GPTQ and RTN on the same grid */
     float *dg = malloc(rows * cols * sizeof *dg);
