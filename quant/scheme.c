@@ -230,11 +230,11 @@ static enum qp_status gptq_options(struct cur *c, struct qp_wscheme *w)
             o->mse = true;
             break;
         case GOPT_DAMP:
-            if ((st = decimal(c, "a damping fraction after 'damp'", "damping",
+            if ((st = decimal(c, "a dampening fraction after 'damp'", "dampening",
                               &start, &o->damp)))
                 return st;
             if (!(o->damp > 0 && o->damp < 1))
-                return fail_at(c, start, "damping must be in (0, 1), got %.*s",
+                return fail_at(c, start, "dampening must be in (0, 1), got %.*s",
                                (int)(c->i - start), c->s + start);
             if (o->damp == QP_GPTQ_DAMP_DEFAULT)
                 o->damp = 0;

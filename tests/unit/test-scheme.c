@@ -301,13 +301,13 @@ QP_TEST(scheme_gptq_option_errors)
     ERR("w4g128@gptq:damp0.1,damp0.2", "'damp' given twice", 20);
     ERR("w4c@gptq:static", "'static' needs group-wise weights ('g' N)", 9);
     ERR("w4t@gptq:act,static", "'static' needs group-wise", 13);
-    ERR("w4g128@gptq:damp", "expected a damping fraction after 'damp'", 16);
-    ERR("w4g128@gptq:damp1", "damping must be in (0, 1), got 1", 16);
-    ERR("w4g128@gptq:damp0", "damping must be in (0, 1), got 0", 16);
+    ERR("w4g128@gptq:damp", "expected a dampening fraction after 'damp'", 16);
+    ERR("w4g128@gptq:damp1", "dampening must be in (0, 1), got 1", 16);
+    ERR("w4g128@gptq:damp0", "dampening must be in (0, 1), got 0", 16);
     ERR("w4g128@gptq:damp0.0", "got 0.0", 16);
     ERR("w4g128@gptq:damp00.1", "leading zero", 16);
     ERR("w4g128@gptq:damp0.", "expected digits after '.'", 18);
-    ERR("w4g128@gptq:damp0.0000001", "damping has more than 6 decimals", 24);
+    ERR("w4g128@gptq:damp0.0000001", "dampening has more than 6 decimals", 24);
     ERR("w4g128@gptq:blk", "expected a block size after 'blk'", 15);
     ERR("w4g128@gptq:blk0", "block size must be at least 1", 15);
     ERR("w4g128@gptq:blk2000000000", "block size must be at most 1073741824",
