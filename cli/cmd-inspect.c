@@ -22,7 +22,7 @@ static const struct qp_cli_opt opts[] = {
                     "write the table to FILE instead of stdout"},
     [OPT_FORMAT] = {"format", 'f', true, "NAME",
                     "container format when the path does not tell: "
-                    "safetensors, npz, h5, npy, pb, onnx, npy-dir, pb-dir, "
+                    "safetensors, npz, h5, npy, pb, onnx, tflite, npy-dir, pb-dir, "
                     "raw-dir"},
     [OPT_QUIET] = {"quiet", 'q', false, NULL, "no progress on stderr"},
     {0},
