@@ -17,6 +17,7 @@
 #include "model/onnx-import.h"
 #include "model/qdq.h"
 #include "model/qplan.h"
+#include "model/tflite-import.h"
 #include "quant/recipe.h"
 #include "quant/scheme.h"
 
@@ -287,7 +288,14 @@ static int run(const struct run_args *a)
     struct quant quant = {0};
     int rc = QP_EXIT_FAIL;
     struct qp_import_opts io = {a->keep_bn, false};
-    if (qp_model_load_onnx(a->model, &io, &g, &err))
+    /* a .tflite model runs its own arithmetic (--requant tflite|tflite-x86) */
+    bool tfl = qp_str_ends_with(a->model, ".tflite");
+    struct qp_tflite_opts to = {QP_TFL_MICRO};
+    if (tfl && a->requant && !qp_tfl_flavor_from_name(a->requant, &to.flavor))
+        return qp_cli_usage(&cli, "unknown TFLite flavor '%s' (tflite, "
+                            "tflite-x86)", a->requant);
+    if (tfl ? qp_model_load_tflite(a->model, &to, &g, &err)
+            : qp_model_load_onnx(a->model, &io, &g, &err))
         return qp_cli_fail(&err);
     if (qp_run_inputs_load(g, a->inputs, a->n_inputs, &feed, &err))
         goto done;
@@ -297,7 +305,7 @@ static int run(const struct run_args *a)
         qp_fail(&err, QP_E_NOMEM, "out of memory");
         goto done;
     }
-    if (a->mode != QP_MODE_FP32 &&
+    if (a->mode != QP_MODE_FP32 && !(tfl && !a->scheme && !a->recipe) &&
         (rc = quant_setup(a, g, feed, &quant)) != QP_EXIT_OK)
         goto done_quiet;
     rc = QP_EXIT_FAIL;
@@ -396,7 +404,8 @@ int cmd_run(int argc, char **argv)
     else if (a.scheme && a.recipe)
         rc = qp_cli_usage(&cli, "give --scheme or --recipe, not both");
     else if (a.mode == QP_MODE_FP32 && (a.scheme || a.recipe || a.calib ||
-                                        a.requant))
+                                        (a.requant && !qp_str_ends_with(
+                                            argv[argc - 1], ".tflite"))))
         rc = qp_cli_usage(&cli, "--scheme, --recipe, --calib and --requant need "
                           "--mode fake or int");
     if (rc == QP_EXIT_OK) {

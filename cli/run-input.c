@@ -7,6 +7,7 @@
 
 #include "core/size.h"
 #include "formats/dump.h"
+#include "model/tflite-import.h"
 
 /* Tensors collected for one graph input. */
 struct pile {
@@ -42,6 +43,11 @@ static enum qp_status conform(const struct qp_value *v, const char *file,
     }
     if (x->dtype == v->dtype)
         return QP_OK;
+    if (v->feed_q && qp_dtype_traits(x->dtype)->is_float) {
+        /* a float feed of a quantized (TFLite) input */
+        enum qp_status st = qp_model_quantize_feed(v, t, err);
+        return st ? qp_error_prefix(err, "'%s': ", file) : QP_OK;
+    }
     bool fl = qp_dtype_traits(x->dtype)->is_float &&
               qp_dtype_traits(v->dtype)->is_float;
     if (!fl || x->qp || (v->dtype != QP_DTYPE_F32 && v->dtype != QP_DTYPE_F64))

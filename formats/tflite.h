@@ -177,6 +177,15 @@ static inline const char *qp_tfl_tensor_name(const struct qp_tfl_model *m,
     return m->tensors[i].alias ? m->tensors[i].alias : m->tensors[i].name;
 }
 
+/* Elements of tensor t (its shape's product; checked at parse). */
+static inline size_t qp_tfl_tensor_numel(const struct qp_tfl_tensor *t)
+{
+    size_t n = 1;
+    for (int d = 0; d < t->ndim; d++)
+        n *= (size_t)t->shape[d];
+    return n;
+}
+
 /* "CONV_2D", "DEPTHWISE_CONV_2D", ... for builtin codes TFLite defines,
  * NULL otherwise. */
 const char *qp_tfl_op_name(int32_t builtin);
