@@ -237,6 +237,10 @@ static enum qp_status prepare(struct qp_tfl_node *s, const struct qp_tfl_model *
             return qp_tfl_fail(err, m, op, QP_E_SHAPE, "input of %zu values "
                                "for %zu weights per output", nx, k->ic);
         k->batch = nx / k->ic;
+        if (qp_tdesc_numel(y) != k->batch * k->oc)
+            return qp_tfl_fail(err, m, op, QP_E_SHAPE, "output of %zu values "
+                               "for %zu x %zu", qp_tdesc_numel(y), k->batch,
+                               k->oc);
         k->h = k->w = k->oh = k->ow = k->kh = k->kw = 1;
         k->n = k->batch;
     } else {
@@ -270,6 +274,9 @@ static enum qp_status prepare(struct qp_tfl_node *s, const struct qp_tfl_model *
         bool fits = kind == K_TCONV ? oh == x->shape[1] && ow == x->shape[2]
                                     : (size_t)oh == k->oh && (size_t)ow == k->ow;
         size_t wic = kind == K_DW ? 1 : (size_t)w->shape[3];
+        if (kind == K_DW && w->shape[0] != 1)
+            return qp_tfl_fail(err, m, op, QP_E_SHAPE, "depthwise weights "
+                               "must be [1, H, W, C]");
         if (!fits || (size_t)y->shape[3] != k->oc ||
             (kind == K_DW ? k->oc % k->ic : wic != k->ic) ||
             (size_t)y->shape[0] != k->n)

@@ -79,6 +79,20 @@ static enum qp_status prep_binary(struct qp_tfl_node *s,
         return st;
     struct binary *k = s->impl;
     enum qp_dtype dt = s->out[0].dtype;
+    for (int i = 0; i < 2; i++) {
+        const struct qp_tdesc *x = &s->in[i], *y = &s->out[0];
+        bool ok = x->ndim <= y->ndim;
+        for (int d = 1; ok && d <= x->ndim; d++) {
+            int64_t a = x->shape[x->ndim - d], b = y->shape[y->ndim - d];
+            ok = a == b || a == 1;
+        }
+        if (!ok)
+            return qp_tfl_fail(err, m, op, QP_E_SHAPE, "input %d does not "
+                               "broadcast to the output", i);
+    }
+    if (qp_tdesc_numel(&s->out[0]) && (!qp_tdesc_numel(&s->in[0]) ||
+                                       !qp_tdesc_numel(&s->in[1])))
+        return qp_tfl_fail(err, m, op, QP_E_SHAPE, "an empty input");
     if (s->in[0].dtype != dt || s->in[1].dtype != dt)
         return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "mixed input types");
     if (dt == QP_DTYPE_F32)
@@ -269,7 +283,7 @@ static enum qp_status prep_unary(struct qp_tfl_node *s,
                                  struct qp_error *err)
 {
     enum qp_status st = alloc_impl(s, sizeof(struct unary), err);
-    if (st)
+    if (st || (st = qp_tfl_same_shape(s, m, op, 0, err)))
         return st;
     struct unary *k = s->impl;
     enum qp_dtype xt = s->in[0].dtype, yt = s->out[0].dtype;

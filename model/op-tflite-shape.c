@@ -353,8 +353,13 @@ static enum qp_status prep_concat(struct qp_tfl_node *s,
             return qp_tfl_fail(err, m, op, QP_E_SHAPE, "input %d differs in "
                                "type or rank", i);
         k->inner[i] = 1;
-        for (int d = axis; d < x->ndim; d++)
-            k->inner[i] *= (size_t)x->shape[d];
+        for (int d = 0; d < x->ndim; d++) {
+            if (d != axis && x->shape[d] != y->shape[d])
+                return qp_tfl_fail(err, m, op, QP_E_SHAPE, "input %d differs "
+                                   "from the output off axis %d", i, axis);
+            if (d >= axis)
+                k->inner[i] *= (size_t)x->shape[d];
+        }
         sum += x->shape[axis];
         if (!same_q(&s->qin[i], &s->qout[0]))
             k->scale[i] = s->qin[i].scale * (1.0f / s->qout[0].scale);
@@ -422,7 +427,8 @@ static enum qp_status prep_pool(struct qp_tfl_node *s,
     int64_t ow = qp_tfl_pad(s->opt.padding, x->shape[2], s->opt.filter_w,
                             s->opt.stride_w, 1, &pl, &pr);
     if (s->opt.filter_h < 1 || s->opt.filter_w < 1 || s->opt.stride_h < 1 ||
-        s->opt.stride_w < 1 || oh != y->shape[1] || ow != y->shape[2])
+        s->opt.stride_w < 1 || oh != y->shape[1] || ow != y->shape[2] ||
+        x->shape[0] != y->shape[0] || x->shape[3] != y->shape[3])
         return qp_tfl_fail(err, m, op, QP_E_SHAPE, "window and output size do "
                            "not agree");
     p->kind = op->builtin == QP_TFL_MAX_POOL_2D ? QP_POOL_MAX : QP_POOL_AVG;
@@ -598,12 +604,15 @@ static enum qp_status prep_softmax(struct qp_tfl_node *s,
     const struct qp_tdesc *x = &s->in[0];
     enum qp_dtype yt = s->out[0].dtype;
     struct softmax *k = calloc(1, sizeof *k);
+    enum qp_status st;
     if (!k)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     s->impl = k;
     s->impl_free = free;
     if (x->ndim < 1)
         return qp_tfl_fail(err, m, op, QP_E_SHAPE, "a scalar input");
+    if ((st = qp_tfl_same_shape(s, m, op, 0, err)))
+        return st;
     k->depth = (size_t)x->shape[x->ndim - 1];
     k->rows = k->depth ? qp_tdesc_numel(x) / k->depth : 0;
     if (x->dtype == QP_DTYPE_F32)

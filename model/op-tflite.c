@@ -205,6 +205,19 @@ int32_t qp_tfl_ruy_scale(int32_t x, int32_t multiplier, int32_t shift)
     return (int32_t)((high + nudge) >> right);
 }
 
+enum qp_status qp_tfl_same_shape(const struct qp_tfl_node *s,
+                                 const struct qp_tfl_model *m,
+                                 const struct qp_tfl_op *op, int k,
+                                 struct qp_error *err)
+{
+    if (k >= s->n_in ||
+        !qp_shape_equal(s->in[k].ndim, s->in[k].shape, s->out[0].ndim,
+                        s->out[0].shape))
+        return qp_tfl_fail(err, m, op, QP_E_SHAPE, "input %d and the output "
+                           "differ in shape", k);
+    return QP_OK;
+}
+
 void qp_tfl_copy(const struct qp_op_ctx *c, struct qp_tensor *const *out)
 {
     const struct qp_tensor *x = c->in[0];

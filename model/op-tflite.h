@@ -121,6 +121,13 @@ enum qp_status qp_tfl_act_range(struct qp_tfl_node *s, int act,
  * give 2^(31-r), as ruy's overflow guard). */
 int32_t qp_tfl_ruy_scale(int32_t x, int32_t multiplier, int32_t shift);
 
+/* QP_E_SHAPE naming the operator unless input k and output 0 have the same
+ * shape (element types may differ). */
+enum qp_status qp_tfl_same_shape(const struct qp_tfl_node *s,
+                                 const struct qp_tfl_model *m,
+                                 const struct qp_tfl_op *op, int k,
+                                 struct qp_error *err);
+
 /* Copies input 0 into out[0] (same bytes; shapes may differ). */
 void qp_tfl_copy(const struct qp_op_ctx *c, struct qp_tensor *const *out);
 
