@@ -12,11 +12,12 @@
  *                      bit-exact"; exit 3 when one differs
  *     --time N         invoke N more times and print "invoke: X ms" (the
  *                      median)
+ *     --threads N      interpreter threads (default 1)
  *
  * The model's subgraph outputs are replaced by the outputs of all its
  * operators (formats/tflite-edit.c) so the interpreter keeps them, and
  * the quantized_dimension fields TFLite 2.9 refuses on 1-D biases are set
- * to 0. The interpreter runs with one thread and no delegate added: for
+ * to 0. The interpreter runs with one thread (--threads) and no delegate added: for
  * models without float tensors TFLite applies no default delegate, so its
  * builtin kernels run (a float model would meet the XNNPACK delegate;
  * the tool says so). Inputs are given in the model's input order with
@@ -213,7 +214,7 @@ static int cmp_double(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     const char *dump = NULL, *compare = NULL;
-    int times = 0;
+    int times = 0, threads = 1;
     const char *inputs[64];
     int n_in = 0;
     if (argc < 3)
@@ -226,6 +227,8 @@ int main(int argc, char **argv)
             compare = argv[++i];
         else if (!strcmp(argv[i], "--time") && i + 1 < argc)
             times = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = atoi(argv[++i]);
         else if (n_in < 64)
             inputs[n_in++] = argv[i];
     }
@@ -263,7 +266,7 @@ int main(int argc, char **argv)
                 "may apply its default XNNPACK delegate to them\n");
     void *model = a.model_create(buf, len);
     void *opts = a.options_create();
-    a.options_threads(opts, 1);
+    a.options_threads(opts, threads);
     void *it = model ? a.interp_create(model, opts) : NULL;
     if (!it || a.allocate(it))
         return die("TFLite %s cannot load '%s'", a.version(), argv[2]);
