@@ -85,7 +85,7 @@ static double qprobe_ms(const char *model, const char *input, int runs)
     struct qp_error err;
     struct qp_graph *g;
     struct qp_tensor *x, *out[4] = {0};
-    struct qp_tflite_opts o = {QP_TFL_X86};
+    struct qp_tflite_opts o = {QP_TFL_X86, false};
     if (qp_model_load_tflite(model, &o, &g, &err) ||
         qp_fmt_npy_load(input, NULL, false, &x, &err)) {
         fprintf(stderr, "bench-tflite: %s\n", err.msg);

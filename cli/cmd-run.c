@@ -87,7 +87,7 @@ struct run_args {
     const char *scheme, *recipe, *calib, *requant;
     const char **inputs;
     int n_inputs;
-    bool keep_bn, quiet;
+    bool keep_bn, quiet, mode_given;
 };
 
 /* ---- quantized modes ---------------------------------------------------- */
@@ -290,7 +290,9 @@ static int run(const struct run_args *a)
     struct qp_import_opts io = {a->keep_bn, false};
     /* a .tflite model runs its own arithmetic (--requant tflite|tflite-x86) */
     bool tfl = qp_str_ends_with(a->model, ".tflite");
-    struct qp_tflite_opts to = {QP_TFL_MICRO};
+    /* --mode fp32 given: the float reference of a quantized model */
+    struct qp_tflite_opts to = {QP_TFL_MICRO, a->mode_given &&
+                                              a->mode == QP_MODE_FP32};
     if (tfl && a->requant && !qp_tfl_flavor_from_name(a->requant, &to.flavor))
         return qp_cli_usage(&cli, "unknown TFLite flavor '%s' (tflite, "
                             "tflite-x86)", a->requant);
@@ -385,7 +387,7 @@ int cmd_run(int argc, char **argv)
         case OPT_DUMP: a.dump = arg; break;
         case OPT_CAPTURE: a.capture = arg; break;
         case OPT_FORMAT: a.format = arg; break;
-        case OPT_MODE: mode = arg; break;
+        case OPT_MODE: mode = arg; a.mode_given = true; break;
         case OPT_SCHEME: a.scheme = arg; break;
         case OPT_RECIPE: a.recipe = arg; break;
         case OPT_CALIB: a.calib = arg; break;

@@ -41,13 +41,13 @@ static enum qp_status conform(const struct qp_value *v, const char *file,
         x->shape[0] = 1;
         x->ndim++;
     }
-    if (x->dtype == v->dtype)
-        return QP_OK;
-    if (v->feed_q && qp_dtype_traits(x->dtype)->is_float) {
-        /* a float feed of a quantized (TFLite) input */
+    if (v->feed_q) {
+        /* a float feed of a quantized (TFLite) input, or the reverse */
         enum qp_status st = qp_model_quantize_feed(v, t, err);
         return st ? qp_error_prefix(err, "'%s': ", file) : QP_OK;
     }
+    if (x->dtype == v->dtype)
+        return QP_OK;
     bool fl = qp_dtype_traits(x->dtype)->is_float &&
               qp_dtype_traits(v->dtype)->is_float;
     if (!fl || x->qp || (v->dtype != QP_DTYPE_F32 && v->dtype != QP_DTYPE_F64))
@@ -157,6 +157,9 @@ static enum qp_status stack(const struct pile *p, const char *name,
         shape[0] += t->shape[0];
     }
     enum qp_status st = qp_tensor_new(name, t0->dtype, t0->ndim, shape, out, err);
+    if (!st && t0->qp && t0->qp->count == 1) /* per-tensor parameters stay */
+        st = qp_tensor_set_qparams(*out, 1, t0->qp->scale, t0->qp->zero_point,
+                                   -1, 0, err);
     if (st)
         return st;
     size_t at = 0;

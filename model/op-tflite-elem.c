@@ -204,6 +204,7 @@ static enum qp_status run_binary(const struct qp_op_ctx *c,
 /* ---- unary: a per-element function of one input ---------------------------- */
 
 struct unary {
+    bool identity;                        /* float QUANTIZE/DEQUANTIZE */
     int32_t m_id, s_id, m_alpha, s_alpha; /* LEAKY_RELU, RELU*, QUANTIZE */
     int32_t lo, hi;                       /* RELU*: clamp, output units */
     /* HARD_SWISH (reference_ops::HardSwish) */
@@ -288,6 +289,11 @@ static enum qp_status prep_unary(struct qp_tfl_node *s,
     struct unary *k = s->impl;
     enum qp_dtype xt = s->in[0].dtype, yt = s->out[0].dtype;
     int32_t b = op->builtin;
+    if ((b == QP_TFL_QUANTIZE || b == QP_TFL_DEQUANTIZE) &&
+        xt == QP_DTYPE_F32 && yt == QP_DTYPE_F32) {
+        k->identity = true; /* a dequantized model's */
+        return QP_OK;
+    }
     if (b == QP_TFL_DEQUANTIZE) {
         bool ok = (xt == QP_DTYPE_F16 || s->qin[0].quant) && yt == QP_DTYPE_F32;
         return ok ? QP_OK : qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED,
@@ -402,6 +408,10 @@ static enum qp_status run_unary(const struct qp_op_ctx *c,
     size_t n = qp_tensor_numel(x);
     enum qp_dtype xt = x->dtype, yt = out[0]->dtype;
     float *fy = out[0]->data;
+    if (k->identity) {
+        qp_tfl_copy(c, out);
+        return QP_OK;
+    }
     if (s->builtin == QP_TFL_DEQUANTIZE) {
         for (size_t i = 0; i < n; i++)
             fy[i] = xt == QP_DTYPE_F16

@@ -414,8 +414,6 @@ static enum qp_status prep_pool(struct qp_tfl_node *s,
     enum qp_status st = need_same_q(s, m, op, 0, err);
     if (st)
         return st;
-    if (x->dtype == QP_DTYPE_F32)
-        return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "float pooling");
     struct qp_pool_s8_params *p = calloc(1, sizeof *p);
     if (!p)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
@@ -439,6 +437,8 @@ static enum qp_status prep_pool(struct qp_tfl_node *s,
         (size_t)pr};
     p->channels = (size_t)x->shape[3];
     p->dtype = x->dtype;
+    if (x->dtype == QP_DTYPE_F32)
+        return QP_OK; /* pool_f32 */
     if ((st = qp_tfl_act_range(s, s->opt.act, y->dtype, &s->qout[0], err)))
         return qp_error_prefix(err, "'%s': ", m->path);
     p->act_min = s->act_min;
@@ -449,14 +449,61 @@ static enum qp_status prep_pool(struct qp_tfl_node *s,
     return QP_OK;
 }
 
+/* TFLite's float pooling: the window clipped to the image, then the
+ * fused activation. */
+static void pool_f32(const struct qp_pool_s8_params *p, int act, const float *x,
+                     size_t batch, size_t oh, size_t ow, float *y)
+{
+    const struct qp_conv_geom *g = &p->geom;
+    size_t c = p->channels;
+    for (size_t b = 0; b < batch; b++)
+        for (size_t oy = 0; oy < oh; oy++)
+            for (size_t ox = 0; ox < ow; ox++)
+                for (size_t ch = 0; ch < c; ch++) {
+                    float acc = p->kind == QP_POOL_MAX ? -INFINITY : 0;
+                    size_t n = 0;
+                    for (size_t ky = 0; ky < g->kernel_h; ky++) {
+                        int64_t iy = (int64_t)(oy * g->stride_h + ky) -
+                                     (int64_t)g->pad_top;
+                        if (iy < 0 || iy >= (int64_t)g->in_h)
+                            continue;
+                        for (size_t kx = 0; kx < g->kernel_w; kx++) {
+                            int64_t ix = (int64_t)(ox * g->stride_w + kx) -
+                                         (int64_t)g->pad_left;
+                            if (ix < 0 || ix >= (int64_t)g->in_w)
+                                continue;
+                            float v = x[((b * g->in_h + (size_t)iy) * g->in_w +
+                                         (size_t)ix) * c + ch];
+                            acc = p->kind == QP_POOL_MAX ? (v > acc ? v : acc)
+                                                         : acc + v;
+                            n++;
+                        }
+                    }
+                    if (p->kind == QP_POOL_AVG)
+                        acc = n ? acc / (float)n : 0;
+                    if (act == QP_TFL_ACT_RELU)
+                        acc = acc < 0 ? 0 : acc;
+                    else if (act == QP_TFL_ACT_RELU6)
+                        acc = acc < 0 ? 0 : acc > 6 ? 6 : acc;
+                    else if (act == QP_TFL_ACT_RELU_N1_TO_1)
+                        acc = acc < -1 ? -1 : acc > 1 ? 1 : acc;
+                    y[((b * oh + oy) * ow + ox) * c + ch] = acc;
+                }
+}
+
 static enum qp_status run_pool(const struct qp_op_ctx *c,
                                const struct qp_tfl_node *s,
                                struct qp_tensor *const *out,
                                struct qp_error *err)
 {
     (void)err;
-    qp_pool_s8_ref(s->impl, c->in[0]->data, (size_t)s->in[0].shape[0],
-                   out[0]->data);
+    if (c->in[0]->dtype == QP_DTYPE_F32)
+        pool_f32(s->impl, s->opt.act, c->in[0]->data, (size_t)s->in[0].shape[0],
+                 (size_t)s->out[0].shape[1], (size_t)s->out[0].shape[2],
+                 out[0]->data);
+    else
+        qp_pool_s8_ref(s->impl, c->in[0]->data, (size_t)s->in[0].shape[0],
+                       out[0]->data);
     return QP_OK;
 }
 

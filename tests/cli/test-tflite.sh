@@ -99,3 +99,19 @@ test_tflite_run_refuses_malformed_models() {
         --input "$TFL/inputs/hello_world_0.npy" --requant tflite-arm
     assert_contains err "unknown TFLite flavor 'tflite-arm'"
 }
+
+test_tflite_float_reference_of_an_int8_model() {
+    tfl_setup || return 0
+    # --mode fp32: the model dequantized, in float; --mode int: its own
+    # integers; the two agree to ~27 dB or better on every layer
+    assert_exit 0 "$QPROBE" run "$TFL/models/person_detect.tflite" \
+        --input "$TFL/inputs/person_detect_person.npy" --mode fp32 --dump f.safetensors -q
+    assert_exit 0 "$QPROBE" run "$TFL/models/person_detect.tflite" \
+        --input "$TFL/inputs/person_detect_person.npy" --mode int --dump i.safetensors -q
+    assert_exit 0 "$QPROBE" inspect f.safetensors --csv f.csv
+    assert_eq "$(grep -c ',f32,' f.csv)" 32 "float tensors"
+    assert_exit 0 "$QPROBE" diff f.safetensors i.safetensors --csv d.csv --fail-if 'sqnr_db<25'
+    assert_eq "$(tail -n +2 d.csv | wc -l)" 32 "pairs"
+    # the scores: float 0.0586 / 0.9414 after the int8 softmax's grid
+    assert_near "$(csv_field d.csv MobilenetV1/Predictions/Reshape_1 max_abs)" 0 0.001
+}

@@ -1,6 +1,7 @@
 /* tests/fuzz/fuzz-tflite.c: the TFLite reader on arbitrary bytes: a parsed
  * model is walked (every tensor's data and parameters read), read as a
- * dump, imported into a graph in both flavors and, when its inputs are
+ * dump, imported into a graph in both flavors and as a float reference
+ * (dequantized) and, when its inputs are
  * small, run on zeros. Seeds in tests/fuzz/seeds/tflite/ are one-operator
  * models written by tests/unit/tflite-build.h (QP_TFL_SEEDS=DIR
  * build/qprobe-test tflite_write_fuzz_seeds) and truncations of them. */
@@ -50,9 +51,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 qp_tensor_free(t);
             }
         }
-        for (int f = 0; f < QP_TFL_FLAVOR_COUNT; f++) {
-            struct qp_graph *g;
-            struct qp_tflite_opts o = {f};
+        for (int f = 0; f <= QP_TFL_FLAVOR_COUNT; f++) {
+            struct qp_graph *g; /* each flavor, then the float reference */
+            struct qp_tflite_opts o = {f % QP_TFL_FLAVOR_COUNT,
+                                       f == QP_TFL_FLAVOR_COUNT};
             if (qp_model_from_tflite(m, &o, &g, &err) == QP_OK) {
                 run(g);
                 qp_graph_free(g);

@@ -36,7 +36,7 @@ static enum qp_status run_model(const char *path, enum qp_tfl_flavor f,
                                 struct qp_tensor **out, struct qp_error *err)
 {
     struct qp_graph *g;
-    struct qp_tflite_opts o = {f};
+    struct qp_tflite_opts o = {f, false};
     enum qp_status st = qp_model_load_tflite(path, &o, &g, err);
     if (st)
         return st;
@@ -204,7 +204,7 @@ static bool seanet_one(struct qp_test_ctx *ctx, const char *dir,
     char path[1024];
     struct qp_error err;
     struct qp_graph *g;
-    struct qp_tflite_opts o = {f};
+    struct qp_tflite_opts o = {f, false};
     snprintf(path, sizeof path, "%s/%s.tflite", dir, name);
     if (qp_model_load_tflite(path, &o, &g, &err)) {
         qp_test_failf(ctx, __FILE__, __LINE__, "%s", err.msg);

@@ -304,7 +304,7 @@ static void run_fc(struct qp_test_ctx *ctx, const uint8_t *b, size_t len,
     struct qp_tfl_model *m;
     struct qp_graph *g;
     struct qp_error err;
-    struct qp_tflite_opts o = {f};
+    struct qp_tflite_opts o = {f, false};
     REQUIRE_OK(parse(b, len, &m, &err), &err);
     enum qp_status st = qp_model_from_tflite(m, &o, &g, &err);
     qp_tfl_model_free(m);
@@ -433,4 +433,54 @@ QP_TEST(tflite_write_fuzz_seeds)
         CHECK(qp_test_write_file(path, b, len * 2 / 3));
         free(b);
     }
+}
+
+/* The float reference of the quantized FC: dequantized weights and bias,
+ * float activations: y = ((x - zp) * 0.5) . (w * 0.25) + b * 0.125. */
+QP_TEST(tflite_dequantized_reference_runs_in_float)
+{
+    struct tb_model tm;
+    base_fc(&tm);
+    size_t len;
+    uint8_t *b = tb_write(&tm, &len);
+    struct qp_tfl_model *m;
+    struct qp_graph *g;
+    struct qp_error err;
+    REQUIRE_OK(parse(b, len, &m, &err), &err);
+    struct qp_tflite_opts o = {QP_TFL_MICRO, true};
+    enum qp_status st = qp_model_from_tflite(m, &o, &g, &err);
+    qp_tfl_model_free(m);
+    REQUIRE_OK(st, &err);
+    const struct qp_value *v = &g->values[g->inputs[0]];
+    CHECK_INT(v->dtype, QP_DTYPE_F32);
+    /* the int8 feed is dequantized with the input's parameters */
+    struct qp_tensor *x, *y = NULL;
+    int64_t shape[2] = {1, 4};
+    REQUIRE_OK(qp_tensor_new("in", QP_DTYPE_I8, 2, shape, &x, &err), &err);
+    const int8_t q[4] = {1, 5, -3, 8};
+    memcpy(x->data, q, 4);
+    REQUIRE_OK(qp_model_quantize_feed(v, &x, &err), &err);
+    CHECK_INT(x->dtype, QP_DTYPE_F32);
+    CHECK_NEAR(((float *)x->data)[3], 4.5, 0);
+    CHECK_OK(qp_exec_run(g, (const struct qp_tensor *const *)&x, 1, NULL, &y,
+                         NULL, &err), &err);
+    if (y) {
+        /* 54 * 0.125 = 6.75 and -68 * 0.125 = -8.5, unrounded */
+        CHECK_INT(y->dtype, QP_DTYPE_F32);
+        CHECK_NEAR(((float *)y->data)[0], 6.75, 1e-6);
+        CHECK_NEAR(((float *)y->data)[1], -8.5, 1e-6);
+        CHECK(y->qp == NULL);
+    }
+    /* what a planner reads: the weight is input 1, [out, in] */
+    int w, bi, axis;
+    const char *layout;
+    REQUIRE(qp_tfl_node_weight(&g->nodes[0], &w, &bi, &layout, &axis));
+    CHECK_INT(w, 1);
+    CHECK_INT(bi, 2);
+    CHECK_STR(layout, "OI");
+    CHECK_INT(axis, 0);
+    qp_tensor_free(y);
+    qp_tensor_free(x);
+    qp_graph_free(g);
+    free(b);
 }
