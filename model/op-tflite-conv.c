@@ -431,17 +431,6 @@ static void transposed(const struct conv *k, const void *x, int64_t *acc,
     }
 }
 
-/* Float clamp of a fused activation. */
-static float act_f32(int act, float v)
-{
-    switch (act) {
-    case QP_TFL_ACT_RELU: return v < 0 ? 0 : v;
-    case QP_TFL_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
-    case QP_TFL_ACT_RELU_N1_TO_1: return v < -1 ? -1 : v > 1 ? 1 : v;
-    default: return v;
-    }
-}
-
 static enum qp_status run(const struct qp_op_ctx *c, const struct qp_tfl_node *s,
                           struct qp_tensor *const *out, struct qp_error *err)
 {
@@ -491,7 +480,7 @@ static enum qp_status run(const struct qp_op_ctx *c, const struct qp_tfl_node *s
         direct(k, x, acc, facc);
     if (k->flt) {
         for (size_t i = 0; i < total; i++)
-            ((float *)out[0]->data)[i] = act_f32(s->opt.act, facc[i]);
+            ((float *)out[0]->data)[i] = qp_tfl_act_f32(s->opt.act, facc[i]);
         return QP_OK;
     }
     qp_rq_apply_i64(&k->rq, acc, total / k->oc, k->oc, out[0]->data);

@@ -132,16 +132,6 @@ static enum qp_status prep_binary(struct qp_tfl_node *s,
     return QP_OK;
 }
 
-static float act_f32(int act, float v)
-{
-    switch (act) {
-    case QP_TFL_ACT_RELU: return v < 0 ? 0 : v;
-    case QP_TFL_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
-    case QP_TFL_ACT_RELU_N1_TO_1: return v < -1 ? -1 : v > 1 ? 1 : v;
-    default: return v;
-    }
-}
-
 static int32_t binary_one(const struct qp_tfl_node *s, const struct binary *k,
                           int32_t a, int32_t b)
 {
@@ -191,7 +181,7 @@ static enum qp_status run_binary(const struct qp_op_ctx *c,
                 float a = ((const float *)x1)[i1], bb = ((const float *)x2)[i2];
                 float v = s->builtin == QP_TFL_ADD ? a + bb
                         : s->builtin == QP_TFL_SUB ? a - bb : a * bb;
-                ((float *)y)[i] = act_f32(s->opt.act, v);
+                ((float *)y)[i] = qp_tfl_act_f32(s->opt.act, v);
                 continue;
             }
             qp_elem_set_i64(dt, y, i, binary_one(s, k, get_int(dt, x1, i1),

@@ -481,13 +481,8 @@ static void pool_f32(const struct qp_pool_s8_params *p, int act, const float *x,
                     }
                     if (p->kind == QP_POOL_AVG)
                         acc = n ? acc / (float)n : 0;
-                    if (act == QP_TFL_ACT_RELU)
-                        acc = acc < 0 ? 0 : acc;
-                    else if (act == QP_TFL_ACT_RELU6)
-                        acc = acc < 0 ? 0 : acc > 6 ? 6 : acc;
-                    else if (act == QP_TFL_ACT_RELU_N1_TO_1)
-                        acc = acc < -1 ? -1 : acc > 1 ? 1 : acc;
-                    y[((b * oh + oy) * ow + ox) * c + ch] = acc;
+                    y[((b * oh + oy) * ow + ox) * c + ch] =
+                        qp_tfl_act_f32(act, acc);
                 }
 }
 

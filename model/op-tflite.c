@@ -218,6 +218,16 @@ enum qp_status qp_tfl_same_shape(const struct qp_tfl_node *s,
     return QP_OK;
 }
 
+float qp_tfl_act_f32(int act, float v)
+{
+    switch (act) {
+    case QP_TFL_ACT_RELU: return v < 0 ? 0 : v;
+    case QP_TFL_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
+    case QP_TFL_ACT_RELU_N1_TO_1: return v < -1 ? -1 : v > 1 ? 1 : v;
+    default: return v;
+    }
+}
+
 void qp_tfl_copy(const struct qp_op_ctx *c, struct qp_tensor *const *out)
 {
     const struct qp_tensor *x = c->in[0];

@@ -128,6 +128,9 @@ enum qp_status qp_tfl_same_shape(const struct qp_tfl_node *s,
                                  const struct qp_tfl_op *op, int k,
                                  struct qp_error *err);
 
+/* A fused activation on a float value (NONE, RELU, RELU_N1_TO_1, RELU6). */
+float qp_tfl_act_f32(int act, float v);
+
 /* Copies input 0 into out[0] (same bytes; shapes may differ). */
 void qp_tfl_copy(const struct qp_op_ctx *c, struct qp_tensor *const *out);
 

@@ -43,6 +43,14 @@ static void base_fc(struct tb_model *m)
     m->outputs[0] = 3;
 }
 
+/* Tensor t quantized along dim with a second scale s1. */
+static void two_scales(struct tb_tensor *t, float s1, int32_t dim)
+{
+    t->nq = 2;
+    t->scale[1] = s1;
+    t->qdim = dim;
+}
+
 static enum qp_status parse(const uint8_t *b, size_t n, struct qp_tfl_model **m,
                             struct qp_error *err)
 {
@@ -125,8 +133,7 @@ MALFORMED(tflite_malformed_unknown_type, tm.t[0].type = 99, QP_E_FORMAT,
           "tensor 0 'in': unknown type 99")
 MALFORMED(tflite_malformed_zero_points, tm.t[1].nzp = 2, QP_E_FORMAT,
           "tensor 1 'w': 1 scales but 2 zero points")
-MALFORMED(tflite_malformed_quant_dim,
-          (tm.t[1].nq = 2, tm.t[1].scale[1] = 0.5f, tm.t[1].qdim = 3),
+MALFORMED(tflite_malformed_quant_dim, two_scales(&tm.t[1], 0.5f, 3),
           QP_E_FORMAT, "quantized_dimension 3 is out of range for rank 2")
 MALFORMED(tflite_malformed_scale_count,
           (tm.t[1].nq = 3, tm.t[1].qdim = 0), QP_E_FORMAT,
@@ -219,9 +226,7 @@ QP_TEST(tflite_reader_tolerates_bias_dim_and_reads_large_buffers)
 {
     struct tb_model tm;
     base_fc(&tm);
-    tm.t[2].nq = 2;
-    tm.t[2].scale[1] = 0.25f;
-    tm.t[2].qdim = 3;
+    two_scales(&tm.t[2], 0.25f, 3);
     size_t len;
     uint8_t *b = tb_write(&tm, &len);
     /* the weights stored after the FlatBuffer, at an offset of their own */
@@ -270,9 +275,7 @@ QP_TEST(tflite_dump_lists_weights_with_parameters)
 {
     struct tb_model tm;
     base_fc(&tm);
-    tm.t[1].nq = 2;
-    tm.t[1].scale[1] = 0.5f;
-    tm.t[1].qdim = 0;
+    two_scales(&tm.t[1], 0.5f, 0);
     size_t len;
     uint8_t *b = tb_write(&tm, &len);
     char *path = qp_test_path(ctx, "m.tflite");
@@ -418,11 +421,8 @@ QP_TEST(tflite_write_fuzz_seeds)
     for (int k = 0; k < 3; k++) {
         base_fc(&tm);
         if (k == 1) { /* per-channel weights, a bias with dimension 3 */
-            tm.t[1].nq = 2;
-            tm.t[1].scale[1] = 0.5f;
-            tm.t[2].nq = 2;
-            tm.t[2].scale[1] = 0.25f;
-            tm.t[2].qdim = 3;
+            two_scales(&tm.t[1], 0.5f, 0);
+            two_scales(&tm.t[2], 0.25f, 3);
         }
         if (k == 2) /* a RELU after the FC */
             tm.op[0].opt_i32[0] = 1;
