@@ -106,9 +106,10 @@ static inline int32_t qp_fx_exp_neg(int32_t a, int ib)
     return a == 0 ? INT32_MAX : result;
 }
 
-/* 1 / (1 + a) for a Q0 value a in [0, 1), as a Q0 value (Newton-Raphson,
- * one_over_one_plus_x_for_x_in_0_1). */
-static inline int32_t qp_fx_one_over_one_plus(int32_t a)
+/* Newton-Raphson for 1 / (1 + a), a Q0 value in [0, 1]: the Q2 estimate of
+ * 1 / ((1 + a) / 2) both reciprocals below start from (gemmlowp's 48/17 -
+ * 32/17 seed, three iterations). */
+static inline int32_t qp_fx_nr_q2(int32_t a)
 {
     int64_t sum = (int64_t)a + INT32_MAX;
     int32_t half_den = (int32_t)((sum + (sum >= 0 ? 1 : -1)) / 2);
@@ -119,7 +120,43 @@ static inline int32_t qp_fx_one_over_one_plus(int32_t a)
         int32_t one_minus = qp_fx_sub((int32_t)1 << 29, hdx);    /* Q2 */
         x = qp_fx_add(x, qp_fx_rescale(qp_fx_srdhm(x, one_minus), 4, 2));
     }
-    return qp_fx_rescale(x, 1, 0); /* ExactMulByPot<-1>: Q2 read as Q1 */
+    return x;
+}
+
+/* 1 / (1 + a) for a Q0 value a in [0, 1), as a Q0 value
+ * (one_over_one_plus_x_for_x_in_0_1: ExactMulByPot<-1> reads the Q2
+ * estimate as Q1). */
+static inline int32_t qp_fx_one_over_one_plus(int32_t a)
+{
+    return qp_fx_rescale(qp_fx_nr_q2(a), 1, 0);
+}
+
+/* (1 - a) / (1 + a) for a Q0 value a in [0, 1], as a Q0 value
+ * (one_minus_x_over_one_plus_x_for_x_in_0_1: 2 / (1 + a) - 1). */
+static inline int32_t qp_fx_one_minus_over_one_plus(int32_t a)
+{
+    return qp_fx_rescale(qp_fx_sub(qp_fx_nr_q2(a), (int32_t)1 << 29), 2, 0);
+}
+
+/* gemmlowp's logistic of a Q(ib) value, as a Q0 value. */
+static inline int32_t qp_fx_logistic(int32_t a, int ib)
+{
+    if (a == 0)
+        return 1 << 30; /* one half */
+    int32_t abs_a = a > 0 ? a : qp_fx_sub(0, a);
+    int32_t pos = qp_fx_one_over_one_plus(qp_fx_exp_neg(qp_fx_sub(0, abs_a), ib));
+    return a > 0 ? pos : qp_fx_sub(INT32_MAX, pos);
+}
+
+/* gemmlowp's tanh of a Q(ib) value, as a Q0 value. */
+static inline int32_t qp_fx_tanh(int32_t a, int ib)
+{
+    if (a == 0)
+        return 0;
+    int32_t n = a < 0 ? a : qp_fx_sub(0, a);
+    /* ExactMulByPot<1>: the same raw value read as Q(ib + 1), i.e. 2n */
+    int32_t t = qp_fx_one_minus_over_one_plus(qp_fx_exp_neg(n, ib + 1));
+    return a < 0 ? qp_fx_sub(0, t) : t;
 }
 
 /* TFLite's GetReciprocal: 1 / x for a Q(int_digits) value x > 0, as a Q0

@@ -203,6 +203,9 @@ struct unary {
     /* 8-bit LOGISTIC / TANH: a table over input codes (uint8 view) */
     bool lut;
     int32_t table[256];
+    /* TFLite Micro's int8 LOGISTIC / TANH: Q4 input multiplier */
+    bool fixed;
+    int32_t in_mult, in_shift, radius;
 };
 
 static int16_t down16(int32_t m)
@@ -346,6 +349,24 @@ static enum qp_status prep_unary(struct qp_tfl_node *s,
     case QP_TFL_LOGISTIC: case QP_TFL_TANH:
         if (xt == QP_DTYPE_I16)
             break;
+        if (s->flavor == QP_TFL_MICRO && xt == QP_DTYPE_I8) {
+            /* TFLite Micro: the input on a Q4 grid, gemmlowp's function */
+            bool lg = b == QP_TFL_LOGISTIC;
+            if (s->qout[0].zp != (lg ? -128 : 0) ||
+                so != (lg ? 1.0f / 256 : 1.0f / 128))
+                return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "TFLite "
+                                   "Micro needs output scale 1/%d, zero point "
+                                   "%d", lg ? 256 : 128, lg ? -128 : 0);
+            int e;
+            double q = frexp((double)si * (double)(1 << 27), &e);
+            k->in_mult = (int32_t)round(q * 2147483648.0);
+            k->in_shift = e;
+            /* CalculateInputRadius(4, shift) */
+            k->radius = (int32_t)floor(15.0 * (double)(1 << 27) /
+                                       ldexp(1.0, e));
+            k->fixed = true;
+            return QP_OK;
+        }
         /* TFLite's optimized kernels: a table of the float function of
          * each code, rounded to the output grid */
         k->lut = true;
@@ -384,7 +405,15 @@ static int32_t unary_q(const struct qp_tfl_node *s, const struct unary *k,
     case QP_TFL_HARD_SWISH:
         return clampi(hard_swish(s, k, q), lo, hi);
     default: /* LOGISTIC, TANH */
-        return k->table[(uint8_t)q];
+        if (!k->fixed)
+            return k->table[(uint8_t)q];
+        if (x <= -k->radius || x >= k->radius)
+            return x < 0 ? INT8_MIN : INT8_MAX;
+        int32_t q4 = mbqm(x, k->in_mult, k->in_shift);
+        if (s->builtin == QP_TFL_LOGISTIC)
+            return clampi(qp_fx_rdbypot(qp_fx_logistic(q4, 4), 23) - 128,
+                          INT8_MIN, INT8_MAX);
+        return clampi(qp_fx_rdbypot(qp_fx_tanh(q4, 4), 24), INT8_MIN, INT8_MAX);
     }
 }
 

@@ -377,3 +377,54 @@ QP_TEST(tflite_each_operator_matches_tflite)
            "the tflite flavor; %d float cases within tolerance; of %zu\n",
            exact, micro, floats, nc);
 }
+
+/* TFLite Micro's fixed-point int8 LOGISTIC and TANH (gemmlowp's functions
+ * on a Q4 input) against the float functions on every input code: within
+ * one step of the output grid, and the same as TFLite's float table on
+ * almost every code. Needs no oracle. */
+QP_TEST(tflite_micro_logistic_tanh_fixed_point)
+{
+    for (int op = 0; op < 2; op++) {
+        const struct opcase *c = &cases[op ? 4 : 3];
+        size_t len;
+        uint8_t *b = build(c, &len);
+        char *path = qp_test_path(ctx, op ? "tanh.tflite" : "logistic.tflite");
+        REQUIRE(qp_test_write_file(path, b, len));
+        free(b);
+        int8_t y[2][256];
+        struct qp_error err;
+        for (int f = 0; f < 2; f++) {
+            struct qp_graph *g;
+            struct qp_tflite_opts o = {f, false};
+            REQUIRE_OK(qp_model_load_tflite(path, &o, &g, &err), &err);
+            /* 256 codes as a [1,4,4,8] batch of two */
+            for (int half = 0; half < 2; half++) {
+                struct qp_tensor *x, *out = NULL;
+                int64_t shape[4] = {1, 4, 4, 8};
+                REQUIRE_OK(qp_tensor_new("x", QP_DTYPE_I8, 4, shape, &x, &err),
+                           &err);
+                for (int i = 0; i < 128; i++)
+                    ((int8_t *)x->data)[i] = (int8_t)(half * 128 + i - 128);
+                CHECK_OK(qp_exec_run(g, (const struct qp_tensor *const *)&x, 1,
+                                     NULL, &out, NULL, &err), &err);
+                if (out)
+                    memcpy(&y[f][half * 128], out->data, 128);
+                qp_tensor_free(out);
+                qp_tensor_free(x);
+            }
+            qp_graph_free(g);
+        }
+        int same = 0;
+        for (int i = 0; i < 256; i++) {
+            double v = 0.1 * (i - 128 - 5) * (op ? 0.5 : 1); /* input scale */
+            double t = op ? tanh(v) * 128 : 1 / (1 + exp(-v)) * 256 - 128;
+            t = t > 127 ? 127 : t;
+            CHECK(fabs(y[QP_TFL_MICRO][i] - t) <= 1.0);
+            same += y[0][i] == y[1][i];
+        }
+        CHECK(same >= 240);
+        printf("  %s: TFLite Micro's fixed point equals TFLite's table on %d "
+               "of 256 codes\n", op ? "tanh" : "logistic", same);
+        free(path);
+    }
+}
