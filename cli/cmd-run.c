@@ -77,7 +77,10 @@ static const struct qp_cli cli = {
     "and a device\ndump) align in 'qprobe diff'; the int mode writes "
     "integers with their scales.\nBatchNormalization after a Conv is folded "
     "into it (its output keeps the BN's name)\nunless --keep-batchnorm. "
-    "Without --dump, the outputs are summarised on stdout.",
+    "Without --dump, the outputs are summarised on stdout.\n"
+    "A .tflite model runs TFLite's own integer arithmetic: --requant tflite "
+    "(TFLite Micro,\ndefault) or tflite-x86 (TFLite's x86 kernels); "
+    "--mode fp32 runs its dequantized float\nreference.",
     opts,
 };
 

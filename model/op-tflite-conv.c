@@ -158,12 +158,10 @@ static enum qp_status prepare_kernels(struct conv *k, const void *wdata,
     struct qp_conv_geom g = {k->h, k->w, k->kh, k->kw, k->sh, k->sw, k->dh,
                              k->dw, (size_t)k->pt, (size_t)k->pl, 0, 0};
     /* bottom/right padding so the kernels' output size is TFLite's */
-    g.pad_bottom = (k->oh - 1) * k->sh + (k->kh - 1) * k->dh + 1 > k->h + g.pad_top
-                       ? (k->oh - 1) * k->sh + (k->kh - 1) * k->dh + 1 - k->h - g.pad_top
-                       : 0;
-    g.pad_right = (k->ow - 1) * k->sw + (k->kw - 1) * k->dw + 1 > k->w + g.pad_left
-                      ? (k->ow - 1) * k->sw + (k->kw - 1) * k->dw + 1 - k->w - g.pad_left
-                      : 0;
+    size_t span_h = (k->oh - 1) * k->sh + (k->kh - 1) * k->dh + 1;
+    size_t span_w = (k->ow - 1) * k->sw + (k->kw - 1) * k->dw + 1;
+    g.pad_bottom = span_h > k->h + g.pad_top ? span_h - k->h - g.pad_top : 0;
+    g.pad_right = span_w > k->w + g.pad_left ? span_w - k->w - g.pad_left : 0;
     int32_t *b32 = calloc(k->oc, sizeof *b32);
     if (!b32)
         return qp_fail(err, QP_E_NOMEM, "out of memory");

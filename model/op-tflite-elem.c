@@ -29,11 +29,6 @@ static int32_t clampi(int32_t v, int32_t lo, int32_t hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-static int32_t get_int(enum qp_dtype dt, const void *p, size_t i)
-{
-    return (int32_t)qp_elem_get_i64(dt, p, i);
-}
-
 static enum qp_status alloc_impl(struct qp_tfl_node *s, size_t size,
                                  struct qp_error *err)
 {
@@ -184,8 +179,8 @@ static enum qp_status run_binary(const struct qp_op_ctx *c,
                 ((float *)y)[i] = qp_tfl_act_f32(s->opt.act, v);
                 continue;
             }
-            qp_elem_set_i64(dt, y, i, binary_one(s, k, get_int(dt, x1, i1),
-                                                 get_int(dt, x2, i2)));
+            qp_elem_set_i64(dt, y, i, binary_one(s, k, qp_tfl_get_int(dt, x1, i1),
+                                                 qp_tfl_get_int(dt, x2, i2)));
         }
     }
     return QP_OK;
@@ -436,7 +431,7 @@ static enum qp_status run_unary(const struct qp_op_ctx *c,
             fy[i] = xt == QP_DTYPE_F16
                         ? (float)qp_elem_get_f64(xt, x->data, i)
                         : (float)((double)s->qin[0].scale *
-                                  (get_int(xt, x->data, i) - s->qin[0].zp));
+                                  (qp_tfl_get_int(xt, x->data, i) - s->qin[0].zp));
         return QP_OK;
     }
     if (s->builtin == QP_TFL_QUANTIZE && xt == QP_DTYPE_F32) {
@@ -465,7 +460,7 @@ static enum qp_status run_unary(const struct qp_op_ctx *c,
     (void)err;
     for (size_t i = 0; i < n; i++)
         qp_elem_set_i64(yt, out[0]->data, i,
-                        unary_q(s, k, get_int(xt, x->data, i)));
+                        unary_q(s, k, qp_tfl_get_int(xt, x->data, i)));
     return QP_OK;
 }
 

@@ -35,6 +35,7 @@ bool qp_tfl_flavor_from_name(const char *name, enum qp_tfl_flavor *out)
 
 static const struct qp_tfl_impl *const families[] = {
     qp_tfl_impls_conv, qp_tfl_impls_elem, qp_tfl_impls_shape,
+    qp_tfl_impls_pool,
 };
 
 const struct qp_tfl_impl *qp_tfl_impl_find(int32_t builtin)
@@ -225,6 +226,81 @@ float qp_tfl_act_f32(int act, float v)
     case QP_TFL_ACT_RELU6: return v < 0 ? 0 : v > 6 ? 6 : v;
     case QP_TFL_ACT_RELU_N1_TO_1: return v < -1 ? -1 : v > 1 ? 1 : v;
     default: return v;
+    }
+}
+
+int32_t qp_tfl_get_int(enum qp_dtype dt, const void *p, size_t i)
+{
+    return (int32_t)qp_elem_get_i64(dt, p, i);
+}
+
+void qp_tfl_put_clamped(enum qp_dtype dt, void *p, size_t i, int32_t v)
+{
+    const struct qp_dtype_traits *tr = qp_dtype_traits(dt);
+    v = v < tr->min ? (int32_t)tr->min : v > tr->max ? (int32_t)tr->max : v;
+    qp_elem_set_i64(dt, p, i, v);
+}
+
+/* A constant int32/int64 input into vals (at most QP_MAX_DIMS * 2). */
+enum qp_status qp_tfl_const_ints(const struct qp_tfl_model *m,
+                                 const struct qp_tfl_op *op, int k,
+                                 int64_t *vals, size_t max, size_t *n,
+                                 struct qp_error *err)
+{
+    if (k >= op->n_in || op->in[k] < 0)
+        return qp_tfl_fail(err, m, op, QP_E_FORMAT, "input %d is missing", k);
+    const struct qp_tfl_tensor *t = &m->tensors[op->in[k]];
+    size_t cnt = qp_tfl_tensor_numel(t);
+    if (!t->data || (t->dtype != QP_DTYPE_I32 && t->dtype != QP_DTYPE_I64) ||
+        cnt > max)
+        return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "input %d ('%s') "
+                           "must be a constant int32 tensor of at most %zu "
+                           "values", k, t->name, max);
+    for (size_t i = 0; i < cnt; i++) {
+        if (t->dtype == QP_DTYPE_I32) {
+            int32_t v;
+            memcpy(&v, t->data + 4 * i, 4);
+            vals[i] = v;
+        } else {
+            memcpy(&vals[i], t->data + 8 * i, 8);
+        }
+    }
+    *n = cnt;
+    return QP_OK;
+}
+
+bool qp_tfl_qp_equal(const struct qp_tfl_qp *a, const struct qp_tfl_qp *b)
+{
+    return a->quant == b->quant && (!a->quant ||
+                                    (a->scale == b->scale && a->zp == b->zp));
+}
+
+enum qp_status qp_tfl_same_q(const struct qp_tfl_node *s,
+                                  const struct qp_tfl_model *m,
+                                  const struct qp_tfl_op *op, int k,
+                                  struct qp_error *err)
+{
+    if (s->in[k].dtype != s->out[0].dtype || !qp_tfl_qp_equal(&s->qin[k], &s->qout[0]))
+        return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "input %d and the "
+                           "output differ in type or quantization", k);
+    return QP_OK;
+}
+
+void qp_tfl_strides(const struct qp_tdesc *d, int64_t *st)
+{
+    int64_t s = 1;
+    for (int i = d->ndim - 1; i >= 0; i--) {
+        st[i] = s;
+        s *= d->shape[i];
+    }
+}
+
+/* Output index i as coordinates of d. */
+void qp_tfl_coords(const struct qp_tdesc *d, size_t i, int64_t *co)
+{
+    for (int k = d->ndim - 1; k >= 0; k--) {
+        co[k] = (int64_t)(i % (size_t)d->shape[k]);
+        i /= (size_t)d->shape[k];
     }
 }
 

@@ -134,9 +134,36 @@ float qp_tfl_act_f32(int act, float v);
 /* Copies input 0 into out[0] (same bytes; shapes may differ). */
 void qp_tfl_copy(const struct qp_op_ctx *c, struct qp_tensor *const *out);
 
+/* Integer element i of an 8/16/32-bit tensor; the store clamped to dt's
+ * range. */
+int32_t qp_tfl_get_int(enum qp_dtype dt, const void *p, size_t i);
+void qp_tfl_put_clamped(enum qp_dtype dt, void *p, size_t i, int32_t v);
+
+/* Constant input k of op (int32 or int64, at most max values) into vals;
+ * QP_E_UNSUPPORTED naming the input when it is not such a constant. */
+enum qp_status qp_tfl_const_ints(const struct qp_tfl_model *m,
+                                 const struct qp_tfl_op *op, int k,
+                                 int64_t *vals, size_t max, size_t *n,
+                                 struct qp_error *err);
+
+/* Same quantization (both none, or equal scale and zero point). */
+bool qp_tfl_qp_equal(const struct qp_tfl_qp *a, const struct qp_tfl_qp *b);
+
+/* QP_E_UNSUPPORTED unless input k and output 0 have the same type and
+ * quantization (operators that only move values). */
+enum qp_status qp_tfl_same_q(const struct qp_tfl_node *s,
+                             const struct qp_tfl_model *m,
+                             const struct qp_tfl_op *op, int k,
+                             struct qp_error *err);
+
+/* Row-major element strides of d; the coordinates of element i. */
+void qp_tfl_strides(const struct qp_tdesc *d, int64_t *st);
+void qp_tfl_coords(const struct qp_tdesc *d, size_t i, int64_t *co);
+
 /* The implementations (each file's table ends with builtin -1). */
 extern const struct qp_tfl_impl qp_tfl_impls_conv[];
 extern const struct qp_tfl_impl qp_tfl_impls_elem[];
 extern const struct qp_tfl_impl qp_tfl_impls_shape[];
+extern const struct qp_tfl_impl qp_tfl_impls_pool[];
 
 #endif
