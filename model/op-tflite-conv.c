@@ -43,6 +43,8 @@ struct conv {
     int64_t *bias;                  /* [oc] (int64 for every path) */
     float *fbias;
     int32_t *mult, *shift;          /* [oc] */
+    int32_t *ruy_left, *ruy_shift;  /* [oc] the x86 epilogue's shifts */
+    int64_t *ruy_add;               /* [oc] and rounding terms */
     struct qp_rq rq;
     struct qp_conv_s8 k_conv;
     struct qp_dw_s8 k_dw;
@@ -68,6 +70,9 @@ static void conv_free(void *p)
     free(k->fbias);
     free(k->mult);
     free(k->shift);
+    free(k->ruy_left);
+    free(k->ruy_shift);
+    free(k->ruy_add);
     free(k);
 }
 
@@ -147,6 +152,25 @@ static enum qp_status requant(struct conv *k, struct qp_tfl_node *s,
         return qp_error_prefix(err, "'%s': operator %d: ", m->path, s->index);
     k->x_zp = qx->zp;
     k->out_zp = qy->zp;
+    return QP_OK;
+}
+
+/* The x86 epilogue's per-channel terms (ruy_epilogue). */
+static enum qp_status ruy_params(struct conv *k, struct qp_error *err)
+{
+    k->ruy_left = calloc(k->oc, sizeof *k->ruy_left);
+    k->ruy_shift = calloc(k->oc, sizeof *k->ruy_shift);
+    k->ruy_add = calloc(k->oc, sizeof *k->ruy_add);
+    if (!k->ruy_left || !k->ruy_shift || !k->ruy_add)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    for (size_t c = 0; c < k->oc; c++) {
+        int32_t sh = k->shift[c];
+        int right = sh < 0 ? -sh : 0;
+        k->ruy_left[c] = sh > 0 ? sh : 0;
+        k->ruy_shift[c] = 31 + right;
+        k->ruy_add[c] = ((int64_t)1 << 30) +
+                        (right ? (int64_t)1 << (30 + right) : 0);
+    }
     return QP_OK;
 }
 
@@ -269,6 +293,9 @@ static enum qp_status prepare(struct qp_tfl_node *s, const struct qp_tfl_model *
                         (int64_t)k->sw, (int64_t)k->dw, &k->pl, &pe);
         k->oh = (size_t)y->shape[1];
         k->ow = (size_t)y->shape[2];
+        if (!k->oh || !k->ow || !k->h || !k->w || !k->kh || !k->kw)
+            return qp_tfl_fail(err, m, op, QP_E_SHAPE, "an empty image or "
+                               "window");
         bool fits = kind == K_TCONV ? oh == x->shape[1] && ow == x->shape[2]
                                     : (size_t)oh == k->oh && (size_t)ow == k->ow;
         size_t wic = kind == K_DW ? 1 : (size_t)w->shape[3];
@@ -302,6 +329,8 @@ static enum qp_status prepare(struct qp_tfl_node *s, const struct qp_tfl_model *
         return st;
     if (ok8 && kind != K_TCONV) {
         k->ruy = s->flavor == QP_TFL_X86 && (kind == K_CONV || kind == K_FC);
+        if (k->ruy && (st = ruy_params(k, err)))
+            return st;
         st = prepare_kernels(k, k->weights, err);
         if (st)
             return qp_error_prefix(err, "'%s': operator %d: ", m->path,
@@ -429,6 +458,36 @@ static void transposed(const struct conv *k, const void *x, int64_t *acc,
     }
 }
 
+/* The x86 flavor's requantization of rows x oc int32 accumulators:
+ * qp_tfl_ruy_scale in one step, zero point, fused-activation clamp,
+ * narrowed to the input's 8-bit type. ruy's two roundings, (x'M + 2^30)
+ * >> 31 then (h + 2^(r-1)) >> r, are one floor division: floor((floor(a /
+ * 2^31) + c) / 2^r) = floor((a + c 2^31) / 2^(31+r)) for integers, so
+ * v = (x'M + 2^30 + 2^(30+r)) >> (31 + r), where the overflow guard of
+ * ruy gives the same 2^(31-r) (tests/unit/test-tflite-reader.c compares
+ * the two on random values). */
+static void ruy_epilogue(const struct conv *k, const struct qp_tfl_node *s,
+                         const int32_t *acc, size_t rows, void *out)
+{
+    size_t oc = k->oc;
+    const int64_t lo = s->act_min, hi = s->act_max, zp = k->out_zp;
+    /* locals: the byte stores below may alias anything */
+    const int32_t *restrict left = k->ruy_left, *restrict sh = k->ruy_shift,
+                            *restrict mult = k->mult;
+    const int64_t *restrict add = k->ruy_add;
+    uint8_t *restrict y = out;
+    for (size_t r = 0; r < rows; r++) {
+        const int32_t *restrict a = acc + r * oc;
+        uint8_t *restrict yr = y + r * oc;
+        for (size_t c = 0; c < oc; c++) {
+            int32_t xs = (int32_t)((uint32_t)a[c] << left[c]);
+            int64_t v = (((int64_t)xs * mult[c] + add[c]) >> sh[c]) + zp;
+            v = v < lo ? lo : v > hi ? hi : v;
+            yr[c] = (uint8_t)v; /* int8 or uint8: the low byte */
+        }
+    }
+}
+
 static enum qp_status run(const struct qp_op_ctx *c, const struct qp_tfl_node *s,
                           struct qp_tensor *const *out, struct qp_error *err)
 {
@@ -454,16 +513,7 @@ static enum qp_status run(const struct qp_op_ctx *c, const struct qp_tfl_node *s
                              scratch, err);
         if (st || !k->ruy)
             return st;
-        for (size_t i = 0; i < total; i++) {
-            size_t oc = i % k->oc;
-            int32_t v = qp_tfl_ruy_scale(acc[i], k->mult[oc], k->shift[oc]) +
-                        k->out_zp;
-            v = v < s->act_min ? s->act_min : v > s->act_max ? s->act_max : v;
-            if (k->xt == QP_DTYPE_I8)
-                ((int8_t *)out[0]->data)[i] = (int8_t)v;
-            else
-                ((uint8_t *)out[0]->data)[i] = (uint8_t)v;
-        }
+        ruy_epilogue(k, s, acc, total / k->oc, out[0]->data);
         return QP_OK;
     }
     void *buf = qp_op_scratch(c, total * (k->flt ? sizeof(float)

@@ -484,3 +484,36 @@ QP_TEST(tflite_dequantized_reference_runs_in_float)
     qp_graph_free(g);
     free(b);
 }
+
+/* ruy's two half-up roundings (qp_tfl_ruy_scale, written as ruy's x86
+ * kernels do) equal the single floor division the conv epilogue uses,
+ * (x'M + 2^30 + 2^(30+r)) >> (31 + r), on random and extreme values. */
+QP_TEST(tflite_ruy_rounding_is_one_division)
+{
+    uint32_t seed = 99;
+    long bad = 0;
+    for (int i = 0; i < 1000000; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        int32_t x = (int32_t)seed;
+        seed = seed * 1664525u + 1013904223u;
+        int32_t m = (int32_t)(seed >> 1) | (1 << 30); /* [2^30, 2^31) */
+        seed = seed * 1664525u + 1013904223u;
+        int32_t sh = (int32_t)(seed % 40) - 31;       /* [-31, 8] */
+        if (i < 4) { /* the extremes */
+            x = i & 1 ? INT32_MIN : INT32_MAX;
+            m = i & 2 ? INT32_MAX : 1 << 30;
+        }
+        int left = sh > 0 ? sh : 0, right = sh < 0 ? -sh : 0;
+        int32_t xs = (int32_t)((uint32_t)x << left);
+        int64_t add = ((int64_t)1 << 30) + (right ? (int64_t)1 << (30 + right) : 0);
+        int32_t one = (int32_t)(((int64_t)xs * m + add) >> (31 + right));
+        bad += one != qp_tfl_ruy_scale(x, m, sh);
+    }
+    CHECK_INT(bad, 0);
+    /* and they differ from gemmlowp's rounding exactly on negative ties:
+     * -34 / 4 = -8.5 -> -8 (ruy), -9 (TFLite Micro) */
+    CHECK_INT(qp_tfl_ruy_scale(-68, 1 << 30, -2), -8);
+    CHECK_INT(qp_rq_scale_fixed(QP_RQ_TFLITE_DOUBLE, -68, 1 << 30, -2), -9);
+    CHECK_INT(qp_tfl_ruy_scale(68, 1 << 30, -2), 9);
+    CHECK_INT(qp_rq_scale_fixed(QP_RQ_TFLITE_DOUBLE, 68, 1 << 30, -2), 9);
+}
