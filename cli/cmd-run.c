@@ -346,7 +346,8 @@ static int run(const struct run_args *a)
             goto done;
     }
     printf("%s: %s, %d nodes in %.1f ms, peak activations %.1f MiB\n", a->model,
-           qp_run_mode_name(a->mode), g->n_nodes, ms,
+           !tfl ? qp_run_mode_name(a->mode) : to.dequantize
+           ? "fp32 (dequantized)" : qp_tfl_flavor_name(to.flavor), g->n_nodes, ms,
            (double)stats.peak_bytes / (1 << 20));
     if (a->dump)
         printf("%zu tensors written to %s\n", sink.count, a->dump);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/half.h"
 #include "formats/dump.h"
 #include "formats/npy.h"
 #include "model/exec.h"
@@ -52,6 +53,7 @@ static int8_t conv_w[8 * 3 * 3 * 8], dw_w[3 * 3 * 16], fc_w[10 * 128],
 static int32_t conv_b[8], dw_b[16], fc_b[10], tc_b[8];
 static const int32_t tc_shape[4] = {1, 8, 8, 8};
 static float f_w[4 * 3 * 3 * 8], f_b[4];
+static uint16_t f16[8];
 
 static uint32_t lcg(uint32_t *s)
 {
@@ -82,6 +84,8 @@ static void fill_consts(void)
         f_w[i] = (float)((int)(lcg(&s) % 2001) - 1000) / 1000.0f;
     for (int i = 0; i < 4; i++)
         f_b[i] = (float)((int)(lcg(&s) % 201) - 100) / 100.0f;
+    for (int i = 0; i < 8; i++)
+        f16[i] = qp_f32_to_f16((float)((int)(lcg(&s) % 2001) - 1000) / 7.0f);
 }
 
 #define X4 4, {1, 4, 4, 8}
@@ -194,6 +198,15 @@ static const struct opcase cases[] = {
     {"float_softmax", 25, 9, 1, {0x3f800000}, {2}, 1,
      {T("x", F32, 2, {8, 16}, 0, NOQ), T("y", F32, 2, {8, 16}, 0, NOQ)},
      {0}, {0}, true, 1e-5},
+    {"dequantize_int8", 6, 0, 0, {0}, {0}, 1,
+     {T("x", I8, X4, 0, Q(0.05f, 3)), T("y", F32, X4, 0, NOQ)}, {0}, {0},
+     true, 1e-7},
+    {"quantize_float_int8", 114, 0, 0, {0}, {0}, 1,
+     {T("x", F32, X4, 0, NOQ), T("y", I8, X4, 0, Q(0.03f, -7))}, {0}, {0},
+     true, 0},
+    {"dequantize_float16_weights", 6, 0, 0, {0}, {0}, 1,
+     {T("w", 1, 1, {8}, 1, NOQ), T("y", F32, 1, {8}, 0, NOQ)}, {f16}, {16},
+     true, 1e-7},
     {"float_logistic", 14, 0, 0, {0}, {0}, 1,
      {T("x", F32, X4, 0, NOQ), T("y", F32, X4, 0, NOQ)}, {0}, {0}, true, 1e-6},
 };
