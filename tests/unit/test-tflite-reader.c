@@ -57,6 +57,23 @@ static enum qp_status parse(const uint8_t *b, size_t n, struct qp_tfl_model **m,
     return qp_tfl_parse("t.tflite", b, n, NULL, m, err);
 }
 
+/* The graph of the model in b[0..len) with opts (NULL when it fails: the
+ * failure is recorded). */
+static struct qp_graph *graph_of(struct qp_test_ctx *ctx, const uint8_t *b,
+                                 size_t len, const struct qp_tflite_opts *o)
+{
+    struct qp_tfl_model *m;
+    struct qp_graph *g = NULL;
+    struct qp_error err;
+    if (qp_tfl_parse("t.tflite", b, len, NULL, &m, &err) ||
+        qp_model_from_tflite(m, o, &g, &err)) {
+        qp_test_failf(ctx, __FILE__, __LINE__, "%s", err.msg);
+        g = NULL;
+    }
+    qp_tfl_model_free(m);
+    return g;
+}
+
 QP_TEST(tflite_reader_reads_a_model)
 {
     struct tb_model tm;
@@ -304,14 +321,10 @@ QP_TEST(tflite_dump_lists_weights_with_parameters)
 static void run_fc(struct qp_test_ctx *ctx, const uint8_t *b, size_t len,
                    enum qp_tfl_flavor f, const int8_t *x, int8_t *y)
 {
-    struct qp_tfl_model *m;
-    struct qp_graph *g;
     struct qp_error err;
     struct qp_tflite_opts o = {f, false};
-    REQUIRE_OK(parse(b, len, &m, &err), &err);
-    enum qp_status st = qp_model_from_tflite(m, &o, &g, &err);
-    qp_tfl_model_free(m);
-    REQUIRE_OK(st, &err);
+    struct qp_graph *g = graph_of(ctx, b, len, &o);
+    REQUIRE(g);
     struct qp_tensor *in, *out = NULL;
     int64_t shape[2] = {1, 4};
     REQUIRE_OK(qp_tensor_new("in", QP_DTYPE_I8, 2, shape, &in, &err), &err);
@@ -381,13 +394,9 @@ QP_TEST(tflite_float_feed_is_quantized)
     base_fc(&tm);
     size_t len;
     uint8_t *b = tb_write(&tm, &len);
-    struct qp_tfl_model *m;
-    struct qp_graph *g;
     struct qp_error err;
-    REQUIRE_OK(parse(b, len, &m, &err), &err);
-    enum qp_status st = qp_model_from_tflite(m, NULL, &g, &err);
-    qp_tfl_model_free(m);
-    REQUIRE_OK(st, &err);
+    struct qp_graph *g = graph_of(ctx, b, len, NULL);
+    REQUIRE(g);
     const struct qp_value *v = &g->values[g->inputs[0]];
     REQUIRE(v->feed_q);
     struct qp_tensor *x;
@@ -443,14 +452,10 @@ QP_TEST(tflite_dequantized_reference_runs_in_float)
     base_fc(&tm);
     size_t len;
     uint8_t *b = tb_write(&tm, &len);
-    struct qp_tfl_model *m;
-    struct qp_graph *g;
     struct qp_error err;
-    REQUIRE_OK(parse(b, len, &m, &err), &err);
     struct qp_tflite_opts o = {QP_TFL_MICRO, true};
-    enum qp_status st = qp_model_from_tflite(m, &o, &g, &err);
-    qp_tfl_model_free(m);
-    REQUIRE_OK(st, &err);
+    struct qp_graph *g = graph_of(ctx, b, len, &o);
+    REQUIRE(g);
     const struct qp_value *v = &g->values[g->inputs[0]];
     CHECK_INT(v->dtype, QP_DTYPE_F32);
     /* the int8 feed is dequantized with the input's parameters */
