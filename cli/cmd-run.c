@@ -299,6 +299,10 @@ static int run(const struct run_args *a)
     if (tfl && a->requant && !qp_tfl_flavor_from_name(a->requant, &to.flavor))
         return qp_cli_usage(&cli, "unknown TFLite flavor '%s' (tflite, "
                             "tflite-x86)", a->requant);
+    if (tfl && (a->scheme || a->recipe))
+        return qp_cli_usage(&cli, "--scheme and --recipe do not apply to a "
+                            "TFLite model yet: it runs its own quantization "
+                            "(--mode fp32 gives its float reference)");
     if (tfl ? qp_model_load_tflite(a->model, &to, &g, &err)
             : qp_model_load_onnx(a->model, &io, &g, &err))
         return qp_cli_fail(&err);

@@ -98,6 +98,9 @@ test_tflite_run_refuses_malformed_models() {
     assert_exit 2 "$QPROBE" run "$TFL/models/hello_world_int8.tflite" \
         --input "$TFL/inputs/hello_world_0.npy" --requant tflite-arm
     assert_contains err "unknown TFLite flavor 'tflite-arm'"
+    assert_exit 2 "$QPROBE" run "$TFL/models/hello_world_int8.tflite" \
+        --input "$TFL/inputs/hello_world_0.npy" --mode fake --scheme w8c+a8t
+    assert_contains err "do not apply to a TFLite model yet"
 }
 
 test_tflite_float_reference_of_an_int8_model() {
