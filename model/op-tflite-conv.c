@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/conv-f32.h"
 #include "kernels/conv-s8.h"
 #include "kernels/depthwise-s8.h"
 #include "kernels/gemm-s8.h"
@@ -50,6 +51,11 @@ struct conv {
     struct qp_dw_s8 k_dw;
     struct qp_gemm_s8 k_gemm;
     bool have_conv, have_dw, have_gemm;
+    /* float CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED through
+     * kernels/conv-f32.h (channels first): weights in OIHW */
+    bool f32k;
+    struct qp_conv_nd fg;
+    float *fw;
 };
 
 static void conv_free(void *p)
@@ -65,6 +71,7 @@ static void conv_free(void *p)
         qp_gemm_s8_release(&k->k_gemm);
     qp_rq_release(&k->rq);
     free(k->weights);
+    free(k->fw);
     free(k->w_zp);
     free(k->bias);
     free(k->fbias);
@@ -152,6 +159,90 @@ static enum qp_status requant(struct conv *k, struct qp_tfl_node *s,
         return qp_error_prefix(err, "'%s': operator %d: ", m->path, s->index);
     k->x_zp = qx->zp;
     k->out_zp = qy->zp;
+    return QP_OK;
+}
+
+/* The float path on kernels/conv-f32.h: geometry, and the weights from
+ * OHWI / [1,H,W,O] / [O,I] to OIHW. */
+static enum qp_status prepare_f32(struct conv *k, struct qp_error *err)
+{
+    struct qp_conv_nd *g = &k->fg;
+    size_t wic = k->kind == K_DW ? 1 : k->ic, nw = k->oc * wic * k->kh * k->kw;
+    memset(g, 0, sizeof *g);
+    g->nsp = 2;
+    g->batch = k->n;
+    g->in_c = k->ic;
+    g->out_c = k->oc;
+    g->groups = k->kind == K_DW ? k->ic : 1;
+    g->in[0] = (int64_t)k->h;
+    g->in[1] = (int64_t)k->w;
+    g->out[0] = (int64_t)k->oh;
+    g->out[1] = (int64_t)k->ow;
+    g->kernel[0] = (int64_t)k->kh;
+    g->kernel[1] = (int64_t)k->kw;
+    g->stride[0] = (int64_t)(k->kind == K_FC ? 1 : k->sh);
+    g->stride[1] = (int64_t)(k->kind == K_FC ? 1 : k->sw);
+    g->dilation[0] = (int64_t)(k->kind == K_FC ? 1 : k->dh);
+    g->dilation[1] = (int64_t)(k->kind == K_FC ? 1 : k->dw);
+    g->pad[0] = k->pt;
+    g->pad[1] = k->pl;
+    for (int d = 0; d < 2; d++) {
+        int64_t span = (g->out[d] - 1) * g->stride[d] +
+                       (g->kernel[d] - 1) * g->dilation[d] + 1;
+        int64_t end = span - g->in[d] - g->pad[d];
+        g->pad_end[d] = end > 0 ? end : 0;
+    }
+    if (!(k->fw = malloc((nw ? nw : 1) * sizeof *k->fw)))
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    const float *w = k->weights;
+    for (size_t oc = 0; oc < k->oc; oc++)
+        for (size_t ic = 0; ic < wic; ic++)
+            for (size_t ky = 0; ky < k->kh; ky++)
+                for (size_t kx = 0; kx < k->kw; kx++) {
+                    size_t src = k->kind == K_DW
+                                     ? (ky * k->kw + kx) * k->oc + oc
+                                     : ((oc * k->kh + ky) * k->kw + kx) * wic + ic;
+                    k->fw[((oc * wic + ic) * k->kh + ky) * k->kw + kx] = w[src];
+                }
+    k->f32k = true;
+    return QP_OK;
+}
+
+/* n images of hw pixels x c channels: NHWC <-> NCHW. */
+static void to_nchw(const float *x, size_t n, size_t hw, size_t c, float *y)
+{
+    for (size_t b = 0; b < n; b++)
+        for (size_t p = 0; p < hw; p++)
+            for (size_t ch = 0; ch < c; ch++)
+                y[(b * c + ch) * hw + p] = x[(b * hw + p) * c + ch];
+}
+
+static void to_nhwc(const float *x, size_t n, size_t hw, size_t c, int act,
+                    float *y)
+{
+    for (size_t b = 0; b < n; b++)
+        for (size_t p = 0; p < hw; p++)
+            for (size_t ch = 0; ch < c; ch++)
+                y[(b * hw + p) * c + ch] =
+                    qp_tfl_act_f32(act, x[(b * c + ch) * hw + p]);
+}
+
+static enum qp_status run_f32(const struct qp_op_ctx *c, const struct conv *k,
+                              int act, const float *x, float *y,
+                              struct qp_error *err)
+{
+    size_t hw = k->h * k->w, ohw = k->oh * k->ow;
+    size_t nx = k->n * hw * k->ic, ny = k->n * ohw * k->oc;
+    size_t ns = qp_conv_f32_scratch_size(&k->fg);
+    float *buf = qp_op_scratch(c, (nx + ny + ns + 16) * sizeof(float));
+    if (!buf)
+        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    bool flat = k->kind == K_FC || (hw == 1 && ohw == 1);
+    float *xc = flat ? (float *)x : buf, *yc = buf + nx;
+    if (!flat)
+        to_nchw(x, k->n, hw, k->ic, xc);
+    qp_conv_f32(c->pool, &k->fg, xc, k->fw, k->fbias, yc, yc + ny, NULL);
+    to_nhwc(yc, k->n, ohw, k->oc, act, y);
     return QP_OK;
 }
 
@@ -324,7 +415,7 @@ static enum qp_status prepare(struct qp_tfl_node *s, const struct qp_tfl_model *
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     memcpy(k->weights, w->data, wbytes);
     if (k->flt)
-        return QP_OK;
+        return kind == K_TCONV ? QP_OK : prepare_f32(k, err);
     if ((st = requant(k, s, m, op, w, err)))
         return st;
     if (ok8 && kind != K_TCONV) {
@@ -516,6 +607,8 @@ static enum qp_status run(const struct qp_op_ctx *c, const struct qp_tfl_node *s
         ruy_epilogue(k, s, acc, total / k->oc, out[0]->data);
         return QP_OK;
     }
+    if (k->f32k)
+        return run_f32(c, k, s->opt.act, x, out[0]->data, err);
     void *buf = qp_op_scratch(c, total * (k->flt ? sizeof(float)
                                                  : sizeof(int64_t)));
     if (!buf)
