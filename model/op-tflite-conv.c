@@ -141,7 +141,12 @@ static enum qp_status requant(struct conv *k, struct qp_tfl_node *s,
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     for (size_t c = 0; !st && c < k->oc; c++) {
         ws[c] = w->q.scale[nw == 1 ? 0 : c];
-        k->w_zp[c] = (int32_t)w->q.zero_point[nw == 1 ? 0 : c];
+        int64_t z = w->q.zero_point[nw == 1 ? 0 : c];
+        if (z < qp_dtype_traits(k->wt)->min || z > qp_dtype_traits(k->wt)->max)
+            st = qp_tfl_fail(err, m, op, QP_E_FORMAT, "weight '%s': zero "
+                             "point %lld outside %s", w->name, (long long)z,
+                             qp_dtype_name(k->wt));
+        k->w_zp[c] = (int32_t)z;
     }
     bool legacy = (k->kind == K_FC && nw == 1) || k->xt == QP_DTYPE_U8;
     enum qp_rq_flavor f = k->wide ? QP_RQ_TFLITE_INT64_DOUBLE
@@ -337,6 +342,9 @@ static enum qp_status prepare(struct qp_tfl_node *s, const struct qp_tfl_model *
         return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "input %s with "
                            "weights %s", qp_dtype_name(k->xt),
                            qp_dtype_name(k->wt));
+    if (y->dtype != k->xt)
+        return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "input %s, output %s",
+                           qp_dtype_name(k->xt), qp_dtype_name(y->dtype));
     if (kind == K_FC) {
         if (w->ndim != 2 || s->opt.weights_format != 0)
             return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "weights must be "

@@ -145,6 +145,10 @@ static enum qp_status prep_mean(struct qp_tfl_node *s,
     enum qp_status st = qp_tfl_const_ints(m, op, 1, ax, QP_MAX_DIMS, &n, err);
     if (st)
         return st;
+    if (x->dtype != s->out[0].dtype)
+        return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "input %s, output %s",
+                           qp_dtype_name(x->dtype),
+                           qp_dtype_name(s->out[0].dtype));
     struct mean *k = calloc(1, sizeof *k);
     if (!k)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
@@ -268,7 +272,7 @@ static enum qp_status prep_softmax(struct qp_tfl_node *s,
         return st;
     k->depth = (size_t)x->shape[x->ndim - 1];
     k->rows = k->depth ? qp_tdesc_numel(x) / k->depth : 0;
-    if (x->dtype == QP_DTYPE_F32)
+    if (x->dtype == QP_DTYPE_F32 && yt == QP_DTYPE_F32)
         return QP_OK;
     if ((x->dtype != QP_DTYPE_I8 && x->dtype != QP_DTYPE_U8) ||
         (yt != x->dtype && yt != QP_DTYPE_I16) || !s->qin[0].quant ||

@@ -94,9 +94,21 @@ static enum qp_status describe(const struct qp_tfl_model *m,
                                "quantized per channel", t->name);
         return QP_OK; /* a weight: the operator reads its parameters */
     }
-    if (t->q.zero_point[0] < INT32_MIN || t->q.zero_point[0] > INT32_MAX)
+    /* TFLite's contract: the zero point inside the type, a positive
+     * normal scale (the ratios derived from two scales stay finite) */
+    const struct qp_dtype_traits *tr = qp_dtype_traits(t->dtype);
+    int64_t zmin = tr->bits > 16 ? INT32_MIN : tr->min;
+    int64_t zmax = tr->bits > 16 ? INT32_MAX : tr->max;
+    if (t->q.zero_point[0] < zmin || t->q.zero_point[0] > zmax)
         return qp_tfl_fail(err, m, op, QP_E_FORMAT, "tensor '%s': zero point "
-                           "%lld", t->name, (long long)t->q.zero_point[0]);
+                           "%lld outside %s", t->name,
+                           (long long)t->q.zero_point[0],
+                           qp_dtype_name(t->dtype));
+    float sc = t->q.scale[0];
+    if (!(sc >= 1e-30f && sc <= 1e30f))
+        return qp_tfl_fail(err, m, op, QP_E_FORMAT, "tensor '%s': scale %g "
+                           "(expected a positive normal number)", t->name,
+                           (double)sc);
     q->quant = true;
     q->scale = t->q.scale[0];
     q->zp = (int32_t)t->q.zero_point[0];

@@ -33,7 +33,8 @@ static float dequant_at(const struct qp_tfl_tensor *t, size_t i, size_t inner)
     if (t->q.count > 1)
         c = (i / inner) % (size_t)t->shape[t->q.dim];
     int64_t q = qp_elem_get_i64(t->dtype, t->data, i);
-    return (float)((double)t->q.scale[c] * (double)(q - t->q.zero_point[c]));
+    return (float)((double)t->q.scale[c] *
+                   ((double)q - (double)t->q.zero_point[c]));
 }
 
 static enum qp_status dequantize_model(const struct qp_tfl_model *m,
