@@ -316,7 +316,7 @@ static enum qp_status prepare(struct qp_tfl_node *s, const struct qp_tfl_model *
                    : op->builtin == QP_TFL_DEPTHWISE_CONV_2D ? K_DW
                    : op->builtin == QP_TFL_FULLY_CONNECTED ? K_FC : K_TCONV;
     int xi = kind == K_TCONV ? 2 : 0, wi = 1, bi = kind == K_TCONV ? 3 : 2;
-    if (op->n_in <= xi || op->in[xi] < 0 || op->in[wi] < 0)
+    if (op->n_in <= (xi > wi ? xi : wi))
         return qp_tfl_fail(err, m, op, QP_E_FORMAT, "needs an input and a "
                            "weight");
     const struct qp_tfl_tensor *x = &m->tensors[op->in[xi]];

@@ -129,6 +129,17 @@ enum qp_status qp_tfl_node_new(const struct qp_tfl_model *m, size_t op_index,
         op->n_out < 1)
         return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "%d inputs and %d "
                            "outputs", op->n_in, op->n_out);
+    /* every input is required but the bias of the convolutions */
+    int bias = op->builtin == QP_TFL_TRANSPOSE_CONV ? 3
+             : op->builtin == QP_TFL_CONV_2D ||
+               op->builtin == QP_TFL_DEPTHWISE_CONV_2D ||
+               op->builtin == QP_TFL_FULLY_CONNECTED ? 2 : -1;
+    if (op->n_in < 1)
+        return qp_tfl_fail(err, m, op, QP_E_FORMAT, "no input");
+    for (int k = 0; k < op->n_in; k++)
+        if (op->in[k] < 0 && k != bias)
+            return qp_tfl_fail(err, m, op, QP_E_FORMAT, "input %d is absent",
+                               k);
     struct qp_tfl_node *s = calloc(1, sizeof *s);
     if (!s)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
