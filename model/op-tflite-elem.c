@@ -105,9 +105,9 @@ static enum qp_status prep_binary(struct qp_tfl_node *s,
     }
     if (dt == QP_DTYPE_I16 && s->opt.pot_scale_int16) {
         int l1, l2, lo;
-        bool pot = checked_log2(s1, &l1) & checked_log2(s2, &l2) &
-                   checked_log2(so, &lo);
-        if (pot) {
+        bool p1 = checked_log2(s1, &l1), p2 = checked_log2(s2, &l2);
+        bool po = checked_log2(so, &lo);
+        if (p1 && p2 && po) {
             k->pot = true;
             k->pot_shift1 = l1 - lo;
             k->pot_shift2 = l2 - lo;

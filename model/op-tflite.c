@@ -83,6 +83,9 @@ static enum qp_status describe(const struct qp_tfl_model *m,
     if (ti < 0)
         return QP_OK;
     const struct qp_tfl_tensor *t = &m->tensors[ti];
+    if (t->sparse)
+        return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "tensor '%s' is "
+                           "sparse", t->name);
     d->dtype = t->dtype;
     d->ndim = t->ndim;
     memcpy(d->shape, t->shape, sizeof d->shape);

@@ -54,8 +54,8 @@ static enum qp_status dequantize_model(const struct qp_tfl_model *m,
     for (size_t i = 0; i < d->n; i++) {
         struct qp_tfl_tensor *t = &d->m.tensors[i];
         *t = m->tensors[i];
-        if (!t->q.count || !qp_dtype_is_int(t->dtype))
-            continue;
+        if (!t->q.count || !qp_dtype_is_int(t->dtype) || t->sparse)
+            continue; /* sparse tensors are refused by the operators */
         size_t n = qp_tfl_tensor_numel(t), inner = 1;
         for (int k = t->q.dim + 1; t->q.count > 1 && k < t->ndim; k++)
             inner *= (size_t)t->shape[k];
