@@ -21,7 +21,7 @@
 #include "tests/test.h"
 #include "tests/unit/tflite-build.h"
 
-enum { I8 = 9, U8 = 3, F32 = 0, I32 = 2 };
+enum { I8 = 9, U8 = 3, F32 = 0, I32 = 2, I16 = 7, I64 = 4 };
 
 struct opcase {
     const char *name;
@@ -51,6 +51,7 @@ static const int32_t shape2[2] = {8, 16};
 static int8_t conv_w[8 * 3 * 3 * 8], dw_w[3 * 3 * 16], fc_w[10 * 128],
     tc_w[8 * 3 * 3 * 8];
 static int32_t conv_b[8], dw_b[16], fc_b[10], tc_b[8];
+static int64_t dw_b64[16], fc_b64[10];
 static const int32_t tc_shape[4] = {1, 8, 8, 8};
 static float f_w[4 * 3 * 3 * 8], f_b[4];
 static uint16_t f16[8];
@@ -78,6 +79,10 @@ static void fill_consts(void)
     }
     for (int i = 0; i < 10; i++)
         fc_b[i] = (int32_t)(lcg(&s) % 4001) - 2000;
+    for (int i = 0; i < 16; i++)
+        dw_b64[i] = (int64_t)(lcg(&s) % 400001) - 200000;
+    for (int i = 0; i < 10; i++)
+        fc_b64[i] = (int64_t)(lcg(&s) % 400001) - 200000;
     for (int i = 0; i < 8; i++)
         tc_b[i] = (int32_t)(lcg(&s) % 4001) - 2000;
     for (size_t i = 0; i < sizeof f_w / sizeof *f_w; i++)
@@ -185,6 +190,28 @@ static const struct opcase cases[] = {
       T("b", I32, 1, {8}, 3, Q(0.001f, 0)),
       T("y", I8, 4, {1, 8, 8, 8}, 0, Q(0.2f, -3))},
      {tc_shape, tc_w, NULL, tc_b}, {16, sizeof tc_w, 0, sizeof tc_b}, true, 0},
+    /* 16x8: int16 activations (zero point 0), int8 weights, int64 bias */
+    {"fully_connected_16x8", 9, 8, 1, {0}, {1}, 3,
+     {T("x", I16, 2, {1, 128}, 0, Q(0.001f, 0)),
+      T("w", I8, 2, {10, 128}, 1, Q(0.01f, 0)),
+      T("b", I64, 1, {10}, 2, Q(0.00001f, 0)),
+      T("y", I16, 2, {1, 10}, 0, Q(0.004f, 0))},
+     {NULL, fc_w, fc_b64}, {0, sizeof fc_w, sizeof fc_b64}, true, 0},
+    {"depthwise_16x8", 4, 2, 7, {0, 1, 1, 2, 1, 1, 1}, {1, 0, 0, 0, 1, 0, 0}, 3,
+     {T("x", I16, X4, 0, Q(0.001f, 0)),
+      T("w", I8, 4, {1, 3, 3, 16}, 1, 1, {0.02f}, {0}, -1, 3),
+      T("b", I64, 1, {16}, 2, Q(0.00002f, 0)),
+      T("y", I16, 4, {1, 4, 4, 16}, 0, Q(0.003f, 0))},
+     {NULL, dw_w, dw_b64}, {0, sizeof dw_w, sizeof dw_b64}, true, 0},
+    {"add_16x8_general", 0, 11, 2, {0, 0}, {1, 1}, 2,
+     {T("a", I16, X4, 0, Q(0.0011f, 0)), T("b", I16, 1, {8}, 0, Q(0.0007f, 0)),
+      T("y", I16, X4, 0, Q(0.0013f, 0))}, {0}, {0}, true, 0},
+    {"mul_16x8", 18, 21, 1, {0}, {1}, 2,
+     {T("a", I16, X4, 0, Q(0.001f, 0)), T("b", I16, X4, 0, Q(0.002f, 0)),
+      T("y", I16, X4, 0, Q(0.0005f, 0))}, {0}, {0}, true, 0},
+    {"avg_pool_16", 1, 5, 6, {0, 2, 2, 2, 2, 0}, {1, 0, 0, 0, 0, 1}, 1,
+     {T("x", I16, X4, 0, Q(0.001f, 0)),
+      T("y", I16, 4, {1, 2, 2, 8}, 0, Q(0.001f, 0))}, {0}, {0}, true, 0},
     /* float models (TFLite may run them through XNNPACK: not bit-exact) */
     {"float_conv_relu", 3, 1, 4, {1, 1, 1, 1}, {1, 0, 0, 1}, 3,
      {T("x", F32, X4, 0, NOQ), T("w", F32, 4, {4, 3, 3, 8}, 1, NOQ),
@@ -309,7 +336,9 @@ static long compare(struct qp_test_ctx *ctx, const struct opcase *c,
                            i < qp_tensor_numel(feed[k]); i++)
             qp_elem_set_i64(v->dtype, feed[k]->data, i,
                             v->dtype == QP_DTYPE_U8 ? (int64_t)(lcg(&seed) % 256)
-                                                    : (int64_t)(lcg(&seed) % 256) - 128);
+                            : v->dtype == QP_DTYPE_I16
+                                ? (int64_t)(lcg(&seed) % 65536) - 32768
+                                : (int64_t)(lcg(&seed) % 256) - 128);
         snprintf(in[k], sizeof in[k], "%s/in%d.npy", dir, k);
         qp_fmt_npy_save(in[k], feed[k], &err);
         strncat(cmd, in[k], sizeof cmd - strlen(cmd) - 2);
