@@ -17,13 +17,22 @@
  *                 kernels): MultiplyByQuantizedMultiplier with gemmlowp's
  *                 double rounding (SaturatingRoundingDoublingHighMul, then
  *                 RoundingDivideByPOT: ties away from zero).
+ *                 Softmax, logistic and tanh of int8 in gemmlowp's fixed
+ *                 point (TFLite Micro's kernels).
  *   QP_TFL_X86    TFLite's builtin x86-64 kernels (2.9, no XNNPACK): as
  *                 above except where TFLite runs ruy (CONV_2D and
  *                 FULLY_CONNECTED with 8-bit activations), whose x86
- *                 kernels round both steps half up ("ruy rounding",
- *                 qp_tfl_ruy_scale), and the 8-bit SOFTMAX, LOGISTIC and
- *                 TANH, which TFLite's optimized kernels compute through
- *                 float lookup tables. */
+ *                 kernels round the final shift half up where gemmlowp's
+ *                 RoundingDivideByPOT rounds half away from zero ("ruy
+ *                 rounding", qp_tfl_ruy_scale; the high multiply rounds
+ *                 alike), and the 8-bit SOFTMAX, LOGISTIC and TANH, which
+ *                 TFLite's optimized kernels compute through float lookup
+ *                 tables. The two flavors differ only on negative exact
+ *                 ties of those convolutions (by one step) and, rarely, on
+ *                 those three functions.
+ * Why a flavor of the importer and not a kernels/requant.h flavor: the x86
+ * difference is which kernel TFLite picks per operator (ruy for two, the
+ * reference elsewhere, tables for three), not one requantization rule. */
 #ifndef QP_MODEL_OP_TFLITE_H
 #define QP_MODEL_OP_TFLITE_H
 
