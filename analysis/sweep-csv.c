@@ -34,6 +34,12 @@ bool qp_sweep_column_is_timing(const char *name)
     return false;
 }
 
+bool qp_sweep_column_compared(const char *name)
+{
+    return !qp_sweep_column_is_timing(name) && strcmp(name, "index") &&
+           strcmp(name, "name");
+}
+
 bool qp_sweep_header_is(const char *const *header, size_t ncols)
 {
     if (ncols != QP_SWEEP_NCOLS)
@@ -293,11 +299,11 @@ static enum qp_status load_input(const char *path, struct qp_csv **out,
     return st ? st : check_header(path, out, err);
 }
 
-/* The first column but the timings where rows a and b differ, or -1. */
+/* The first compared column where rows a and b differ, or -1. */
 static long differs(const struct mrow *a, const struct mrow *b)
 {
     for (size_t c = 0; c < QP_SWEEP_NCOLS; c++)
-        if (!qp_sweep_column_is_timing(qp_sweep_columns[c]) &&
+        if (qp_sweep_column_compared(qp_sweep_columns[c]) &&
             strcmp(a->t->rows[a->row][c], b->t->rows[b->row][c]))
             return (long)c;
     return -1;

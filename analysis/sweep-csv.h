@@ -17,7 +17,7 @@
  * worst_* for LLM rows. bits_per_weight = weight_bytes x 8 / params (with
  * scales and zero points). ms_per_input, tokens_per_s, peak_rss_mb and
  * seconds are timings: they differ between two runs of the same row and
- * are left out when rows are compared.
+ * are left out when rows are compared, as are index and name.
  *
  * The file is appended to: each row is one write of a whole line, then
  * fsync. A last line without its newline is a row torn by a kill; opening
@@ -36,8 +36,13 @@
 #define QP_SWEEP_NCOLS 32
 extern const char *const qp_sweep_columns[QP_SWEEP_NCOLS];
 
-/* True when column name is a timing (left out of comparisons). */
+/* True when column name is a timing. */
 bool qp_sweep_column_is_timing(const char *name);
+
+/* True when two rows of one hash must agree in column name: all but the
+ * timings, index (a row's place in the grid of the sweep that made it)
+ * and name (two entries may mean one configuration). */
+bool qp_sweep_column_compared(const char *name);
 
 /* True when a CSV header is the sweep table's. */
 bool qp_sweep_header_is(const char *const *header, size_t ncols);
@@ -75,7 +80,7 @@ void qp_sweep_file_close(struct qp_sweep_file *f);
 
 /* Merges sweep tables in[0..n) into out (written whole, or not at all):
  * rows with one hash collapse into the first; two such rows that differ
- * in any column but the timings are a conflict (QP_E_FORMAT naming both
+ * in a compared column (qp_sweep_column_compared) are a conflict (QP_E_FORMAT naming both
  * files, the row and the column). Rows are ordered by index, ties in input
  * order. A torn last line in an input is refused (finish that sweep
  * first). *rows (may be NULL) receives the merged row count, *dups the
