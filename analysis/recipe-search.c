@@ -110,7 +110,7 @@ static enum qp_status one_in_table(struct qp_search *q, struct table *t,
                 res->level[v] = QP_LEVEL_FP32;
             res->level[u] = l;
             struct qp_rstate s;
-            st = qp_search_measure(q, &s, false, err);
+            st = qp_search_measure_near_fp32(q, &s, err);
             t->dmg[u * (np + 1) + (size_t)l] = damage(&s, q->o->target);
         }
         qp_progress_report(q->o->progress, "recipe: one-in", u + 1, nu);
@@ -118,6 +118,16 @@ static enum qp_status one_in_table(struct qp_search *q, struct table *t,
     memcpy(res->level, keep, nu * sizeof *keep);
     free(keep);
     return st;
+}
+
+/* The table's damage of the state res->level describes: the sum over
+ * units (kept and pinned units count none). */
+static double table_sum(const struct qp_search *q, const struct table *t)
+{
+    double sum = 0;
+    for (size_t u = 0; u < q->res->units.n; u++)
+        sum += unit_damage(t, u, q->res->level[u]);
+    return sum;
 }
 
 /* ---- candidates ---------------------------------------------------------- */
@@ -234,8 +244,9 @@ static enum qp_status rerank(struct qp_search *q, const struct qp_rstate *now,
 /* Applies candidate c when the model is not worse by more than 0.1 dB (or
  * its KL equivalent) and within the budget: measured read-only first, then
  * recorded. *taken tells. */
-static enum qp_status try_step(struct qp_search *q, const struct cand *c,
-                               size_t n, struct qp_rstate *now, bool *taken,
+static enum qp_status try_step(struct qp_search *q, const struct table *t,
+                               const struct cand *c, size_t n,
+                               struct qp_rstate *now, bool *taken,
                                struct qp_rstep *step, struct qp_error *err)
 {
     struct qp_rsearch_result *res = q->res;
@@ -243,11 +254,11 @@ static enum qp_status try_step(struct qp_search *q, const struct cand *c,
     if (!keep)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     memcpy(keep, res->level, res->units.n * sizeof *keep);
-    double pred = 0;
-    for (size_t k = 0; k < n; k++) {
+    /* the prediction: the measured damage scaled as the table's sum */
+    double s0 = table_sum(q, t);
+    for (size_t k = 0; k < n; k++)
         res->level[c[k].unit] = c[k].level;
-        pred += c[k].gain;
-    }
+    double s1 = table_sum(q, t);
     struct qp_rstate s;
     enum qp_status st = qp_search_measure(q, &s, false, err);
     double m0 = qp_rstate_metric(now, q->o->target, false);
@@ -260,10 +271,10 @@ static enum qp_status try_step(struct qp_search *q, const struct cand *c,
         memcpy(res->level, keep, res->units.n * sizeof *keep);
     if (!st && *taken) {
         double d0 = damage(now, q->o->target);
+        double pred = s0 > 0 ? d0 * s1 / s0 : d0;
         *step = (struct qp_rstep){n == 1 ? (long)c[0].unit : -1,
                                   n == 1 ? c[0].level : (int)n,
-                                  metric_of(d0 - pred > 0 ? d0 - pred : 0,
-                                            q->o->target) - m0,
+                                  metric_of(pred, q->o->target) - m0,
                                   qp_rstate_metric(&s, q->o->target, false) - m0,
                                   false, s};
         *now = s;
@@ -289,7 +300,7 @@ static enum qp_status greedy(struct qp_search *q, const struct table *t,
     bool taken = false;
     struct qp_rstep step;
     if (!st && nfree > 1 && !qp_rstate_meets(now, q->o, false)) {
-        st = try_step(q, c, nfree, now, &taken, &step, err);
+        st = try_step(q, t, c, nfree, now, &taken, &step, err);
         if (!st && taken) {
             st = push_step(res, &step, err);
             if (!st)
@@ -303,7 +314,7 @@ static enum qp_status greedy(struct qp_search *q, const struct table *t,
         nc--;
         if (next_level(q, best.unit) != best.level)
             continue; /* stale: the unit moved since */
-        if ((st = try_step(q, &best, 1, now, &taken, &step, err)) || !taken)
+        if ((st = try_step(q, t, &best, 1, now, &taken, &step, err)) || !taken)
             continue;
         /* the unit's next promotion becomes a candidate */
         bool ok;
@@ -383,6 +394,12 @@ static enum qp_status bisect(struct qp_search *q, const struct table *t,
             hi = mid;
         else
             lo = mid + 1;
+    }
+    /* a budget: lo is the first prefix over it (bytes grow with the prefix) */
+    if (!st && q->o->target == QP_RT_BYTES && lo > 0) {
+        set_prefix(q, c, lo, start);
+        st = qp_search_measure(q, &s, false, err);
+        lo -= !st && over_budget(q, s.bytes);
     }
     if (!st) {
         set_prefix(q, c, lo, start);
@@ -536,9 +553,14 @@ enum qp_status qp_rsearch_recipe(const struct qp_graph *g,
             qp_node_weight_name(g, x->nodes[k], name, sizeof name);
             st = add_rule(r, name, &wr, err);
         }
-        /* weights only: the outputs stay at the base, no rule needed */
-        for (size_t k = 0; !st && ar.a_said && k < x->nvalues; k++)
-            st = add_rule(r, g->values[x->values[k]].name, &ar, err);
+        /* weights only: the outputs stay at the base, no rule needed; a
+         * weighted node's own output answers to its weight's rule */
+        for (size_t k = 0; !st && ar.a_said && k < x->nvalues; k++) {
+            int v = x->values[k], p = g->values[v].producer;
+            if (p >= 0 && g->nodes[p].out[0] == v && qp_node_weighted(g, p, NULL))
+                continue;
+            st = add_rule(r, g->values[v].name, &ar, err);
+        }
     }
     if (st) {
         qp_recipe_free(r);

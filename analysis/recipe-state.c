@@ -171,8 +171,8 @@ static struct qp_tensor **const *calib_sets(const struct qp_search *q,
     return buf;
 }
 
-enum qp_status qp_search_measure(struct qp_search *q, struct qp_rstate *out,
-                                 bool record, struct qp_error *err)
+static enum qp_status measure(struct qp_search *q, struct qp_rstate *out,
+                              bool record, bool near_fp32, struct qp_error *err)
 {
     struct qp_qassign *a;
     struct qp_splan *p = NULL;
@@ -187,9 +187,10 @@ enum qp_status qp_search_measure(struct qp_search *q, struct qp_rstate *out,
     if (!st && !cal)
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     if (!st)
-        st = score(q, p, calib_sets(q, cal), q->ncal, q->cmemo, q->cref, record,
+        st = score(q, p, calib_sets(q, cal), q->ncal,
+                   near_fp32 ? q->fmemo : q->cmemo, q->cref, record && !near_fp32,
                    &out->calib_sqnr, &out->calib_kl, err);
-    if (!st && record && q->neval)
+    if (!st && record && !near_fp32 && q->neval)
         st = score(q, p, q->eval, q->neval, q->ememo, q->eref, true,
                    &out->eval_sqnr, &out->eval_kl, err);
     if (!st)
@@ -198,6 +199,19 @@ enum qp_status qp_search_measure(struct qp_search *q, struct qp_rstate *out,
     qp_splan_free(p);
     qp_qassign_free(a);
     return st;
+}
+
+enum qp_status qp_search_measure(struct qp_search *q, struct qp_rstate *out,
+                                 bool record, struct qp_error *err)
+{
+    return measure(q, out, record, false, err);
+}
+
+enum qp_status qp_search_measure_near_fp32(struct qp_search *q,
+                                           struct qp_rstate *out,
+                                           struct qp_error *err)
+{
+    return measure(q, out, false, true, err);
 }
 
 /* ---- setup ---------------------------------------------------------------- */
@@ -220,7 +234,7 @@ enum qp_status qp_search_open(struct qp_search *q, struct qp_session *s,
 {
     *q = (struct qp_search){s, qp_session_graph(s), o, res, NULL, NULL,
                             qp_session_calib_count(s), neval, eval,
-                            NULL, NULL, NULL, NULL, 0};
+                            NULL, NULL, NULL, NULL, NULL, 0};
     const struct qp_graph *g = q->g;
     struct qp_splan *bp = NULL;
     enum qp_status st = QP_OK;
@@ -229,8 +243,12 @@ enum qp_status qp_search_open(struct qp_search *q, struct qp_session *s,
                        "inputs, an output of the model and promotion levels");
     if (!(q->macs = calloc((size_t)g->n_nodes + 1, sizeof *q->macs)))
         return qp_fail(err, QP_E_NOMEM, "out of memory");
+    struct qp_tensor **unused = NULL;
     if (!(st = memos(s, q->ncal, &q->cmemo, &q->cref, err)))
         st = memos(s, neval, &q->ememo, &q->eref, err);
+    if (!st)
+        st = memos(s, q->ncal, &q->fmemo, &unused, err);
+    free(unused);
     if (!st)
         st = qp_session_node_macs(s, (const struct qp_tensor *const *)
                                          qp_session_calib_set(s, 0), q->macs, err);
@@ -251,13 +269,13 @@ enum qp_status qp_search_open(struct qp_search *q, struct qp_session *s,
         if (!res->level || !res->fixed)
             st = qp_fail(err, QP_E_NOMEM, "out of memory");
     }
-    /* the fp32 references, recorded: the base's first run reuses them */
+    /* the fp32 references, recorded for the near-fp32 states */
     struct qp_tensor ***cal = calloc(q->ncal + 1, sizeof *cal);
     double sq, kl;
     if (!st && !cal)
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     if (!st)
-        st = score(q, NULL, calib_sets(q, cal), q->ncal, q->cmemo, q->cref, true,
+        st = score(q, NULL, calib_sets(q, cal), q->ncal, q->fmemo, q->cref, true,
                    &sq, &kl, err);
     if (!st && neval)
         st = score(q, NULL, eval, neval, q->ememo, q->eref, true, &sq, &kl, err);
@@ -277,6 +295,9 @@ void qp_search_close(struct qp_search *q)
         qp_memo_free(q->cmemo[k]);
     for (size_t k = 0; q->ememo && k < q->neval; k++)
         qp_memo_free(q->ememo[k]);
+    for (size_t k = 0; q->fmemo && k < q->ncal; k++)
+        qp_memo_free(q->fmemo[k]);
+    free(q->fmemo);
     for (size_t k = 0; q->cref && k < q->ncal; k++)
         qp_tensor_free(q->cref[k]);
     for (size_t k = 0; q->eref && k < q->neval; k++)
