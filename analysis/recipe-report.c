@@ -35,7 +35,7 @@ void qp_rsearch_write_csv(struct qp_csv_writer *w,
     static const char *const head[] = {
         "step", "unit", "scheme", "predicted_gain", "measured_gain", "calib_sqnr",
         "calib_kl", "eval_sqnr", "eval_kl", "bytes", "bitops", "transitions",
-        "reranked"};
+        "reranked", "kind", "units"};
     qp_csv_row(w, head, sizeof head / sizeof head[0]);
     for (size_t k = 0; k < res->nsteps; k++) {
         const struct qp_rstep *s = &res->steps[k];
@@ -55,6 +55,8 @@ void qp_rsearch_write_csv(struct qp_csv_writer *w,
         qp_csv_num(w, s->at.bitops);
         qp_csv_int(w, (int64_t)s->at.transitions);
         qp_csv_int(w, s->reranked);
+        qp_csv_str(w, qp_rstep_kind_name(s->kind));
+        qp_csv_int(w, (int64_t)(s->kind == QP_STEP_PROMOTE ? 1 : s->count));
         qp_csv_end_row(w);
     }
 }

@@ -10,6 +10,15 @@
 
 #include "analysis/recipe-state.h"
 
+const char *qp_rstep_kind_name(enum qp_rstep_kind k)
+{
+    static const char *const names[] = {"start", "promote", "bulk", "revert",
+                                        "probe"};
+    _Static_assert(sizeof names / sizeof names[0] == QP_STEP_KIND_COUNT,
+                   "step kinds");
+    return (unsigned)k < QP_STEP_KIND_COUNT ? names[k] : "?";
+}
+
 double qp_rstate_metric(const struct qp_rstate *s, enum qp_rtarget t, bool eval)
 {
     if (t == QP_RT_KL)
@@ -134,6 +143,7 @@ static double table_sum(const struct qp_search *q, const struct table *t)
 
 struct cand {
     size_t unit;
+    int from;            /* its level now */
     int level;           /* the level it would reach */
     double gain;         /* damage removed (predicted, or measured) */
     size_t dbytes;       /* extra weight bytes */
@@ -193,7 +203,7 @@ static enum qp_status candidate(struct qp_search *q, const struct table *t,
         st = unit_bytes(q, u, l, &b1, err);
     double g = unit_damage(t, u, q->res->level[u]) - unit_damage(t, u, l);
     if (!st && g > 0) {
-        *c = (struct cand){u, l, g, b1 > b0 ? b1 - b0 : 0};
+        *c = (struct cand){u, q->res->level[u], l, g, b1 > b0 ? b1 - b0 : 0};
         *ok = true;
     }
     return st;
@@ -272,14 +282,72 @@ static enum qp_status try_step(struct qp_search *q, const struct table *t,
     if (!st && *taken) {
         double d0 = damage(now, q->o->target);
         double pred = s0 > 0 ? d0 * s1 / s0 : d0;
-        *step = (struct qp_rstep){n == 1 ? (long)c[0].unit : -1,
-                                  n == 1 ? c[0].level : (int)n,
+        *step = (struct qp_rstep){n == 1 ? QP_STEP_PROMOTE : QP_STEP_BULK,
+                                  n == 1 ? (long)c[0].unit : -1,
+                                  n == 1 ? c[0].level : 0, n,
                                   metric_of(pred, q->o->target) - m0,
                                   qp_rstate_metric(&s, q->o->target, false) - m0,
                                   false, s};
         *now = s;
     }
     free(keep);
+    return st;
+}
+
+/* Undoes (or redoes) the first k free promotions of bulk, those whose
+ * unit is still where the bulk step left it. */
+static void undo_prefix(struct qp_search *q, const struct cand *bulk, size_t k,
+                        bool undo)
+{
+    for (size_t i = 0; i < k; i++) {
+        int *l = &q->res->level[bulk[i].unit];
+        if (*l == (undo ? bulk[i].level : bulk[i].from))
+            *l = undo ? bulk[i].from : bulk[i].level;
+    }
+}
+
+static int cmp_gain_up(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    if (x->gain != y->gain)
+        return x->gain < y->gain ? -1 : 1;
+    return (x->unit > y->unit) - (x->unit < y->unit);
+}
+
+/* Undoes the free promotions of the bulk step (bulk[0..n)) that the target
+ * does not need: the least useful first (by their one-in gain), the
+ * longest such list whose undoing still meets the target, by bisection,
+ * as one step. */
+static enum qp_status revert_free(struct qp_search *q, struct cand *bulk,
+                                  size_t n, struct qp_rstate *now,
+                                  struct qp_error *err)
+{
+    qsort(bulk, n, sizeof *bulk, cmp_gain_up);
+    size_t lo = 0, hi = n;
+    enum qp_status st = QP_OK;
+    while (!st && lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2;
+        undo_prefix(q, bulk, mid, true);
+        struct qp_rstate s;
+        st = qp_search_measure(q, &s, false, err);
+        undo_prefix(q, bulk, mid, false);
+        if (!st && qp_rstate_meets(&s, q->o, false))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    if (st || !lo)
+        return st;
+    double m0 = qp_rstate_metric(now, q->o->target, false);
+    undo_prefix(q, bulk, lo, true);
+    struct qp_rstate s;
+    if (!(st = qp_search_measure(q, &s, true, err))) {
+        struct qp_rstep step = {QP_STEP_REVERT, -1, 0, lo, NAN,
+                                qp_rstate_metric(&s, q->o->target, false) - m0,
+                                false, s};
+        *now = s;
+        st = push_step(q->res, &step, err);
+    }
     return st;
 }
 
@@ -299,9 +367,13 @@ static enum qp_status greedy(struct qp_search *q, const struct table *t,
         nfree++;
     bool taken = false;
     struct qp_rstep step;
+    struct cand *bulk = NULL;
     if (!st && nfree > 1 && !qp_rstate_meets(now, q->o, false)) {
         st = try_step(q, t, c, nfree, now, &taken, &step, err);
+        if (!st && taken && !(bulk = malloc(nfree * sizeof *bulk)))
+            st = qp_fail(err, QP_E_NOMEM, "out of memory");
         if (!st && taken) {
+            memcpy(bulk, c, nfree * sizeof *bulk);
             st = push_step(res, &step, err);
             if (!st)
                 st = candidates(q, t, c, &nc, err);
@@ -334,6 +406,9 @@ static enum qp_status greedy(struct qp_search *q, const struct table *t,
             st = push_step(res, &step, err);
         qp_progress_report(q->o->progress, "recipe: promoting", res->nsteps, nu);
     }
+    if (!st && bulk && qp_rstate_meets(now, q->o, false))
+        st = revert_free(q, bulk, nfree, now, err);
+    free(bulk);
     free(c);
     return st;
 }
@@ -375,7 +450,7 @@ static enum qp_status bisect(struct qp_search *q, const struct table *t,
             if (!qp_search_level_changes(q, u, l) || !(g > 0) ||
                 (st = unit_bytes(q, u, l, &b1, err)))
                 continue;
-            c[nc++] = (struct cand){u, l, g, b1 > b0 ? b1 - b0 : 0};
+            c[nc++] = (struct cand){u, 0, l, g, b1 > b0 ? b1 - b0 : 0};
         }
     }
     qsort(c, nc, sizeof *c, cmp_cand);
@@ -386,7 +461,7 @@ static enum qp_status bisect(struct qp_search *q, const struct table *t,
         set_prefix(q, c, mid, start);
         if ((st = qp_search_measure(q, &s, false, err)))
             break;
-        struct qp_rstep step = {-1, (int)mid, NAN,
+        struct qp_rstep step = {QP_STEP_PROBE, -1, 0, mid, NAN,
                                 qp_rstate_metric(&s, q->o->target, false), false, s};
         if ((st = push_step(res, &step, err)))
             break;
@@ -404,7 +479,7 @@ static enum qp_status bisect(struct qp_search *q, const struct table *t,
     if (!st) {
         set_prefix(q, c, lo, start);
         st = qp_search_measure(q, now, true, err);
-        struct qp_rstep step = {-1, (int)lo, NAN,
+        struct qp_rstep step = {QP_STEP_PROBE, -1, 0, lo, NAN,
                                 qp_rstate_metric(now, q->o->target, false), false,
                                 *now};
         if (!st)
@@ -450,7 +525,7 @@ enum qp_status qp_recipe_search(struct qp_session *s,
     struct qp_rstate now;
     if (!st)
         st = qp_search_measure(&q, &now, true, err);
-    struct qp_rstep start = {-1, 0, 0, 0, false, now};
+    struct qp_rstep start = {QP_STEP_START, -1, 0, 0, 0, 0, false, now};
     if (!st)
         st = push_step(res, &start, err);
     struct table t = {0};

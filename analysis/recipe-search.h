@@ -12,7 +12,11 @@
  * departs from the predicted one by more than half (and 0.5 dB), the next
  * candidates are re-ranked from the new state. The search stops when the
  * target is met, when the next promotion would exceed the byte budget, or
- * when nothing helps. Binary (AIMET AMP's variant): the candidates ranked
+ * when nothing helps. Promotions that cost no bytes (activation bits)
+ * are first tried all at once when the base misses the target; once the
+ * target is met, the least useful of them are undone again (the longest
+ * such list that keeps the target, by bisection), since they cost BitOps
+ * and precision transitions. Binary (AIMET AMP's variant): the candidates ranked
  * once, then the shortest prefix of that list meeting the target, by
  * bisection.
  *
@@ -78,9 +82,22 @@ struct qp_rstate {
     size_t transitions;
 };
 
+enum qp_rstep_kind {
+    QP_STEP_START = 0,     /* the uniform base (after --keep and --pin) */
+    QP_STEP_PROMOTE,       /* one unit promoted one level */
+    QP_STEP_BULK,          /* the free promotions (no extra bytes) at once */
+    QP_STEP_REVERT,        /* free promotions the target did not need, undone */
+    QP_STEP_PROBE,         /* bisection: a prefix of the ranked list */
+    QP_STEP_KIND_COUNT
+};
+
+const char *qp_rstep_kind_name(enum qp_rstep_kind k);
+
 struct qp_rstep {
-    long unit;             /* promoted unit (-1: the start) */
+    enum qp_rstep_kind kind;
+    long unit;             /* promoted unit (QP_STEP_PROMOTE), else -1 */
     int level;             /* its new level */
+    size_t count;          /* units changed (bulk, revert; probe: prefix) */
     double predicted, measured; /* gain in the target's metric */
     bool reranked;         /* the candidates were re-ranked after it */
     struct qp_rstate at;

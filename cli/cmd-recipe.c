@@ -128,16 +128,22 @@ static void print(const struct qp_rsearch_result *res,
     for (size_t k = 1; !quiet && k < res->nsteps; k++) {
         const struct qp_rstep *s = &res->steps[k];
         char lv[QP_SCHEME_MAX + 8];
-        if (s->unit < 0 && o->binary) {
-            printf("  probe: first %d candidates promoted: %.2f dB\n", s->level,
+        switch (s->kind) {
+        case QP_STEP_PROBE:
+            printf("  probe: first %zu candidates promoted: %.2f dB\n", s->count,
                    s->at.calib_sqnr);
             continue;
-        }
-        if (s->unit < 0) {
-            printf("  %3zu  %d free promotions together (activation bits)    "
-                   "%+7.2f dB (predicted %+.2f)\n", k, s->level, s->measured,
+        case QP_STEP_BULK:
+            printf("  %3zu  %zu free promotions together (activation bits)    "
+                   "%+7.2f dB (predicted %+.2f)\n", k, s->count, s->measured,
                    s->predicted);
             continue;
+        case QP_STEP_REVERT:
+            printf("  %3zu  %zu free promotions undone (the target holds "
+                   "without them)  %+7.2f dB\n", k, s->count, s->measured);
+            continue;
+        default:
+            break;
         }
         qp_rsearch_level_name(o, s->level, lv, sizeof lv);
         printf("  %3zu  %-32s -> %-10s %+7.2f dB (predicted %+.2f)%s\n", k,

@@ -112,7 +112,7 @@ QP_TEST(recipe_search_promotes_the_planted_layer_to_meet_the_target)
     REQUIRE(w1 >= 0);
     CHECK(res.level[w1] > 0);
     size_t k = 1;
-    while (k < res.nsteps && res.steps[k].unit < 0)
+    while (k < res.nsteps && res.steps[k].kind != QP_STEP_PROMOTE)
         k++; /* bulk steps (free promotions) */
     REQUIRE(k < res.nsteps);
     CHECK_STR(res.units.u[res.steps[k].unit].name, "W1");
@@ -176,7 +176,7 @@ QP_TEST(recipe_search_never_spends_past_the_budget)
         o.binary = m == 1;
         REQUIRE_OK(qp_recipe_search(f.s, f.eval, 2, &o, &res, &err), &err);
         for (size_t k = 0; k < res.nsteps; k++)
-            if (res.steps[k].unit >= 0 || !o.binary) /* bisection probes */
+            if (res.steps[k].kind != QP_STEP_PROBE)
                 CHECK(res.steps[k].at.bytes <= base.bytes + one);
         const struct qp_rstate *end = &res.steps[res.nsteps - 1].at;
         CHECK(end->bytes <= base.bytes + one);
@@ -186,5 +186,40 @@ QP_TEST(recipe_search_never_spends_past_the_budget)
         CHECK(res.level[w1] > 0); /* the one layer worth the bytes */
         qp_rsearch_release(&res);
     }
+    teardown(&f);
+}
+
+QP_TEST(recipe_search_undoes_the_free_promotions_the_target_does_not_need)
+{
+    struct qp_error err;
+    struct fixture f = {0};
+    REQUIRE(setup(ctx, &f));
+    /* 4-bit activations, weights fine: every promotion is free */
+    REQUIRE_OK(qp_scheme_parse("w8c+a4t", &f.base, NULL, &err), &err);
+    struct qp_rsearch_opts o = opts(&f, QP_RT_SQNR, -1e6);
+    o.npromote = 1;
+    struct qp_rsearch_result res;
+    REQUIRE_OK(qp_recipe_search(f.s, f.eval, 2, &o, &res, &err), &err);
+    double base = res.steps[0].at.calib_sqnr;
+    qp_rsearch_release(&res);
+    o.value = base + 6;
+    REQUIRE_OK(qp_recipe_search(f.s, f.eval, 2, &o, &res, &err), &err);
+    /* all six units at once (the base misses by far), then the ones the
+     * target does not need undone: it still holds, at fewer BitOps */
+    REQUIRE(res.nsteps == 3);
+    CHECK(res.steps[1].kind == QP_STEP_BULK);
+    CHECK_INT(res.steps[1].count, res.units.n);
+    CHECK(res.steps[2].kind == QP_STEP_REVERT);
+    size_t undone = res.steps[2].count, promoted = 0;
+    CHECK(undone >= 1 && undone < res.units.n);
+    for (size_t u = 0; u < res.units.n; u++)
+        promoted += res.level[u] > 0;
+    CHECK_INT(promoted, res.units.n - undone);
+    const struct qp_rstate *end = &res.steps[2].at;
+    CHECK(res.reached_calib && end->calib_sqnr >= base + 6);
+    CHECK(end->calib_sqnr < res.steps[1].at.calib_sqnr);
+    CHECK(end->bitops < res.steps[1].at.bitops);
+    CHECK_NEAR(end->eval_sqnr, fresh_sqnr(&f, res.assign, &err), 1e-9);
+    qp_rsearch_release(&res);
     teardown(&f);
 }
