@@ -12,15 +12,17 @@
 #include "cli/commands.h"
 #include "cli/opt-types.h"
 #include "formats/dump.h"
+#include "model/llama-import.h"
+#include "model/llm.h"
 #include "model/sink.h"
 #include "model/session.h"
 #include "quant/recipe.h"
 #include "quant/scheme.h"
 
 static const struct qp_cli cli = {
-    "run", "MODEL --input FILE... [--dump OUT] [options]",
-    "Run an ONNX model on inputs and capture every named intermediate "
-    "tensor into a dump.",
+    "run", "MODEL (--input FILE... | --tokens IDS) [--dump OUT] [options]",
+    "Run an ONNX model or a Hugging Face Llama-family folder on inputs and "
+    "capture every named intermediate tensor into a dump.",
     "Modes:\n"
     "  fp32  float32, matmul and conv through OpenBLAS\n"
     "  fake  weights and activations quantized then dequantized per the "
@@ -38,12 +40,17 @@ static const struct qp_cli cli = {
     "and a device\ndump) align in 'qprobe diff'; the int mode writes "
     "integers with their scales.\nBatchNormalization after a Conv is folded "
     "into it (its output keeps the BN's name)\nunless --keep-batchnorm. "
-    "Without --dump, the outputs are summarised on stdout.",
+    "Without --dump, the outputs are summarised on stdout.\n"
+    "A model folder (config.json + safetensors: Llama, Mistral, Qwen2, "
+    "SmolLM) runs on\n--tokens ids.npy ([T] or [B, T] int32/int64); values "
+    "carry Hugging Face's module\nnames (model.layers.N.mlp.down_proj, "
+    "lm_head, ...), [T, F] or [B, T, F]; --calib\ntakes token ids too, "
+    "split into sequences of 512.",
     1, 1, "one MODEL",
 };
 
 struct run_args {
-    const char *model, *dump, *capture, *recipe, *calib, *local;
+    const char *model, *dump, *capture, *recipe, *calib, *local, *tokens;
     enum qp_dump_format format;
     enum qp_run_mode mode;
     struct qp_scheme scheme;
@@ -74,8 +81,8 @@ static void report_unused(const struct qp_recipe *r, const struct qp_graph *g,
 /* The session's plan for the run's mode; calibration from --calib, else
  * from the inputs themselves. */
 static int make_plan(const struct run_args *a, struct qp_session *s,
-                     struct qp_tensor **feed, struct qp_recipe *recipe,
-                     struct qp_splan **plan)
+                     struct qp_llm *llm, struct qp_tensor **feed,
+                     struct qp_recipe *recipe, struct qp_splan **plan)
 {
     struct qp_error err;
     struct qp_session_cfg cfg = {a->mode, a->has_scheme ? &a->scheme : NULL,
@@ -92,7 +99,15 @@ static int make_plan(const struct run_args *a, struct qp_session *s,
                                   "simulates its quantization)" : "");
     if (recipe)
         report_unused(recipe, g, a->recipe);
-    if (a->calib) {
+    if (a->calib && llm) {
+        int32_t *ids;
+        size_t n;
+        st = qp_llm_read_ids(a->calib, llm->vocab, &ids, &n, NULL, NULL, &err);
+        if (!st) {
+            st = qp_llm_add_calib_ids(llm, ids, n, 512, 0, &runs, &err);
+            free(ids);
+        }
+    } else if (a->calib) {
         st = qp_session_add_calib(s, a->calib, &runs, &err);
     } else if (!own_quant) {
         if (a->has_scheme ? a->scheme.has_acts : true)
@@ -152,14 +167,29 @@ static int run(const struct run_args *a)
     struct qp_dump *local = NULL;
     int rc = QP_EXIT_FAIL;
     struct qp_session_opts so = {a->keep_bn};
-    if (qp_session_open(a->model, &so, &s, &err))
+    struct qp_llm *llm = NULL;
+    if (qp_llama_is_model_dir(a->model) ? qp_llm_open(a->model, &llm, &err)
+                                        : qp_session_open(a->model, &so, &s, &err))
         return qp_cli_fail(&err);
+    if (llm)
+        s = llm->s;
     const struct qp_graph *g = qp_session_graph(s);
     if (a->recipe && qp_recipe_load(a->recipe, &recipe, &err))
         goto done;
     if (a->local && qp_dump_open(a->local, QP_DUMP_AUTO, &local, &err))
         goto done;
-    if (qp_session_load_inputs(s, a->inputs.v, (int)a->inputs.n, &feed, &err))
+    if (llm && !a->tokens) {
+        rc = qp_cli_usage(&cli, "'%s' is a model folder: give --tokens", a->model);
+        goto done_quiet;
+    }
+    if (!llm && a->tokens) {
+        rc = qp_cli_usage(&cli, "--tokens is for model folders; '%s' takes "
+                          "--input", a->model);
+        goto done_quiet;
+    }
+    if (llm ? qp_llm_load_feed(llm, a->tokens, &feed, &err)
+            : qp_session_load_inputs(s, a->inputs.v, (int)a->inputs.n, &feed,
+                                     &err))
         goto done;
     outs = calloc((size_t)(g->n_outputs ? g->n_outputs : 1), sizeof *outs);
     if (!outs) {
@@ -167,7 +197,7 @@ static int run(const struct run_args *a)
         goto done;
     }
     if (a->mode != QP_MODE_FP32 &&
-        (rc = make_plan(a, s, feed, recipe, &plan)) != QP_EXIT_OK)
+        (rc = make_plan(a, s, llm, feed, recipe, &plan)) != QP_EXIT_OK)
         goto done_quiet;
     rc = QP_EXIT_FAIL;
     if (a->dump && qp_sink_open(&sink, g, a->dump, a->format, &err))
@@ -175,7 +205,8 @@ static int run(const struct run_args *a)
     struct qp_progress prog = qp_cli_progress(a->quiet);
     struct qp_session_run_opts ro = {
         .capture = a->dump ? a->capture : NULL, .on_capture = qp_sink_capture,
-        .capture_ctx = &sink, .progress = &prog, .local = local};
+        .capture_ctx = &sink, .progress = &prog, .local = local,
+        .release_weights = llm && llm->release_weights};
     struct qp_session_run_stats stats;
     enum qp_status st = qp_session_run(s, plan, (const struct qp_tensor *const *)feed,
                                        &ro, outs, &stats, &err);
@@ -203,7 +234,10 @@ done_quiet:
         qp_tensor_free(outs[k]);
     free(outs);
     qp_session_free_inputs(s, feed);
-    qp_session_free(s);
+    if (llm)
+        qp_llm_free(llm);
+    else
+        qp_session_free(s);
     return rc;
 }
 
@@ -214,6 +248,8 @@ int cmd_run(int argc, char **argv)
         QP_OPT_LIST_("input", 'i', "[NAME=]FILE", "an input tensor: .npy, .pb or "
                      "a dump holding it; repeat to make a batch (stacked along "
                      "axis 0)", &a.inputs),
+        QP_OPT_STR_("tokens", 0, "IDS", "token ids (.npy, [T] or [B, T]) for a "
+                    "model folder", &a.tokens),
         QP_OPT_STR_("dump", 'o', "OUT", "write every captured tensor to OUT "
                     "(.h5, .npz, .safetensors, or a directory of .npy files)",
                     &a.dump),
@@ -245,13 +281,15 @@ int cmd_run(int argc, char **argv)
         QP_OPT_END_,
     };
     qp_cli_exclusive(opts, "scheme", "recipe");
+    qp_cli_exclusive(opts, "input", "tokens");
     int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
     a.has_scheme = qp_cli_given(opts, "scheme");
     a.has_flavor = qp_cli_given(opts, "requant");
     if (rc != QP_CLI_GO)
         ;
-    else if (!a.inputs.n)
-        rc = qp_cli_usage(&cli, "--input is required");
+    else if (!a.inputs.n && !a.tokens)
+        rc = qp_cli_usage(&cli, "--input (or --tokens for a model folder) is "
+                          "required");
     else if (a.mode == QP_MODE_FP32 && (a.has_scheme || a.recipe || a.calib ||
                                         a.has_flavor))
         rc = qp_cli_usage(&cli, "--scheme, --recipe, --calib and --requant need "

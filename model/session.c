@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/inputs.h"
+#include "model/llama-import.h"
 #include "model/onnx-import.h"
 #include "model/qdq.h"
 
@@ -18,7 +19,9 @@ enum qp_status qp_session_open(const char *path,
     *out = NULL;
     struct qp_import_opts io = {o && o->keep_bn, false};
     struct qp_graph *g;
-    enum qp_status st = qp_model_load_onnx(path, &io, &g, err);
+    enum qp_status st = qp_llama_is_model_dir(path)
+                            ? qp_llama_load(path, &g, NULL, err)
+                            : qp_model_load_onnx(path, &io, &g, err);
     return st ? st : qp_session_new(g, path, out, err);
 }
 

@@ -1,0 +1,204 @@
+/* model/llm.c: the shared pieces of the LLM commands (model/llm.h). */
+#include "model/llm.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "formats/npy.h"
+#include "model/llama-import.h"
+
+/* Bytes of the mapped weights of g (each mapping counted once). */
+static size_t mapped_bytes(const struct qp_graph *g)
+{
+    size_t total = 0;
+    const struct qp_mmap *seen[64];
+    int nseen = 0;
+    for (int v = 0; v < g->n_values; v++) {
+        const struct qp_tensor *t = g->values[v].konst;
+        if (!t || !t->map)
+            continue;
+        bool dup = false;
+        for (int i = 0; i < nseen && !dup; i++)
+            dup = seen[i] == t->map;
+        if (dup)
+            continue;
+        if (nseen < 64)
+            seen[nseen++] = t->map;
+        total += t->map->size;
+    }
+    return total;
+}
+
+enum qp_status qp_llm_open(const char *dir, struct qp_llm **out,
+                           struct qp_error *err)
+{
+    *out = NULL;
+    struct qp_llm *m = calloc(1, sizeof *m);
+    if (!m || !(m->dir = strdup(dir))) {
+        free(m);
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
+    struct qp_graph *g;
+    enum qp_status st = qp_llama_load(dir, &g, &m->cfg, err);
+    if (!st)
+        st = qp_session_new(g, dir, &m->s, err);
+    if (st) {
+        qp_llm_free(m);
+        return st;
+    }
+    g = (struct qp_graph *)qp_session_graph(m->s);
+    m->vocab = g->values[qp_graph_find(g, "model.embed_tokens.weight")].konst->shape[0];
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double phys = pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+    m->release_weights = phys > 0 && (double)mapped_bytes(g) > phys / 4;
+    *out = m;
+    return QP_OK;
+}
+
+void qp_llm_free(struct qp_llm *m)
+{
+    if (!m)
+        return;
+    qp_session_free(m->s);
+    free(m->dir);
+    free(m);
+}
+
+/* ---- token ids ---------------------------------------------------------------- */
+
+enum qp_status qp_llm_read_ids(const char *path, int64_t vocab, int32_t **ids,
+                               size_t *n, int64_t *shape, int *ndim,
+                               struct qp_error *err)
+{
+    *ids = NULL;
+    *n = 0;
+    struct qp_tensor *t;
+    enum qp_status st = qp_fmt_npy_load(path, "ids", false, &t, err);
+    if (st)
+        return st;
+    if (t->dtype != QP_DTYPE_I32 && t->dtype != QP_DTYPE_I64)
+        st = qp_fail(err, QP_E_FORMAT, "'%s': token ids are %s, expected int32 "
+                     "or int64", path, qp_dtype_name(t->dtype));
+    else if (ndim && t->ndim != 1 && t->ndim != 2)
+        st = qp_fail(err, QP_E_SHAPE, "'%s': token ids have rank %d; expected "
+                     "[T] or [B, T]", path, t->ndim);
+    size_t count = qp_tensor_numel(t);
+    int32_t *v = st ? NULL : malloc((count ? count : 1) * sizeof *v);
+    if (!st && !v)
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
+    for (size_t i = 0; !st && i < count; i++) {
+        int64_t id = qp_elem_get_i64(t->dtype, t->data, i);
+        if (id < 0 || id >= vocab)
+            st = qp_fail(err, QP_E_INVAL, "'%s': token id %lld at position %zu "
+                         "is outside the model's vocabulary [0, %lld)", path,
+                         (long long)id, i, (long long)vocab);
+        else
+            v[i] = (int32_t)id;
+    }
+    if (!st && ndim) {
+        *ndim = t->ndim;
+        memcpy(shape, t->shape, (size_t)t->ndim * sizeof *shape);
+    }
+    qp_tensor_free(t);
+    if (st) {
+        free(v);
+        return st;
+    }
+    *ids = v;
+    *n = count;
+    return QP_OK;
+}
+
+enum qp_status qp_llm_feed(const int32_t *ids, int64_t b, int64_t t,
+                           struct qp_tensor **out, struct qp_error *err)
+{
+    int64_t shape[2] = {b, t};
+    enum qp_status st = b ? qp_tensor_new(QP_LLAMA_INPUT, QP_DTYPE_I32, 2, shape,
+                                          out, err)
+                          : qp_tensor_new(QP_LLAMA_INPUT, QP_DTYPE_I32, 1, &t,
+                                          out, err);
+    if (!st)
+        memcpy((*out)->data, ids, qp_tensor_numel(*out) * sizeof *ids);
+    return st;
+}
+
+enum qp_status qp_llm_load_feed(const struct qp_llm *m, const char *path,
+                                struct qp_tensor ***feed, struct qp_error *err)
+{
+    int32_t *ids = NULL;
+    size_t n;
+    int64_t shape[2];
+    int nd;
+    *feed = calloc(1, sizeof **feed);
+    if (!*feed)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    enum qp_status st = qp_llm_read_ids(path, m->vocab, &ids, &n, shape, &nd, err);
+    if (!st && !n)
+        st = qp_fail(err, QP_E_SHAPE, "'%s': no token ids", path);
+    if (!st)
+        st = nd == 2 ? qp_llm_feed(ids, shape[0], shape[1], &(*feed)[0], err)
+                     : qp_llm_feed(ids, 0, shape[0], &(*feed)[0], err);
+    free(ids);
+    if (st) {
+        free(*feed);
+        *feed = NULL;
+    }
+    return st;
+}
+
+enum qp_status qp_llm_add_calib_ids(struct qp_llm *m, const int32_t *ids,
+                                    size_t n, int64_t ctx, size_t max_seqs,
+                                    size_t *added, struct qp_error *err)
+{
+    if (added)
+        *added = 0;
+    if (ctx < 1)
+        return qp_fail(err, QP_E_INVAL, "calibration sequences need ctx >= 1");
+    size_t len = (size_t)ctx, seqs = n / len;
+    if (!seqs && n) {
+        seqs = 1;
+        len = n;
+    }
+    if (max_seqs && seqs > max_seqs)
+        seqs = max_seqs;
+    for (size_t i = 0; i < seqs; i++) {
+        struct qp_tensor **feed = calloc(1, sizeof *feed);
+        enum qp_status st = feed ? qp_llm_feed(ids + i * len, 0, (int64_t)len,
+                                               &feed[0], err)
+                                 : qp_fail(err, QP_E_NOMEM, "out of memory");
+        if (!st)
+            st = qp_session_add_calib_feed(m->s, feed, err);
+        else
+            free(feed);
+        if (st)
+            return st;
+        if (added)
+            (*added)++;
+    }
+    return QP_OK;
+}
+
+/* ---- forward -------------------------------------------------------------------- */
+
+enum qp_status qp_llm_forward(struct qp_llm *m, const struct qp_llm_pass *p,
+                              const int32_t *ids, int64_t b, int64_t t,
+                              struct qp_tensor **logits, struct qp_error *err)
+{
+    *logits = NULL;
+    struct qp_tensor *x;
+    enum qp_status st = qp_llm_feed(ids, b, t, &x, err);
+    if (st)
+        return st;
+    struct qp_session_run_opts o = {
+        .capture = p ? p->capture : NULL,
+        .on_capture = p ? p->on_capture : NULL,
+        .capture_ctx = p ? p->capture_ctx : NULL,
+        .progress = p ? p->progress : NULL,
+        .state = p ? p->kv : NULL,
+        .release_weights = m->release_weights};
+    const struct qp_tensor *feed[1] = {x};
+    st = qp_session_run(m->s, p ? p->plan : NULL, feed, &o, logits, NULL, err);
+    qp_tensor_free(x);
+    return st;
+}
