@@ -14,5 +14,6 @@ int cmd_report(int argc, char **argv);
 int cmd_requant(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
 
 #endif

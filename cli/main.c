@@ -32,6 +32,8 @@ static const struct {
     {"kernel", cmd_kernel, "run one integer layer (conv, depthwise, fc) with "
                            "device conventions"},
     {"demo", cmd_demo, "the whole job on the bundled model"},
+    {"eval", cmd_eval, "LLM perplexity and KL divergence (llama.cpp's "
+                       "semantics and files)"},
 };
 
 static void usage(FILE *f)

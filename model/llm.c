@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
 #include "formats/npy.h"
 #include "model/llama-import.h"
 
@@ -177,6 +178,30 @@ enum qp_status qp_llm_add_calib_ids(struct qp_llm *m, const int32_t *ids,
             (*added)++;
     }
     return QP_OK;
+}
+
+enum qp_status qp_llm_read_tokens(const struct qp_llm *m, const char *path,
+                                  int32_t **ids, size_t *n, struct qp_error *err)
+{
+    if (qp_str_ends_with(path, ".npy"))
+        return qp_llm_read_ids(path, m->vocab, ids, n, NULL, NULL, err);
+    *ids = NULL;
+    *n = 0;
+    return qp_fail(err, QP_E_UNSUPPORTED, "'%s': text needs the tokenizer, which "
+                   "this build does not have; give token ids (.npy)", path);
+}
+
+enum qp_status qp_llm_plan(struct qp_llm *m, const struct qp_session_cfg *cfg,
+                           const int32_t *calib, size_t n_calib, int64_t ctx,
+                           size_t max_seqs, size_t *seqs, struct qp_splan **out,
+                           struct qp_error *err)
+{
+    enum qp_status st = calib ? qp_llm_add_calib_ids(m, calib, n_calib, ctx,
+                                                     max_seqs, seqs, err)
+                              : QP_OK;
+    if (!calib && seqs)
+        *seqs = 0;
+    return st ? st : qp_session_plan(m->s, cfg, out, err);
 }
 
 /* ---- forward -------------------------------------------------------------------- */

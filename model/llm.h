@@ -61,6 +61,21 @@ enum qp_status qp_llm_add_calib_ids(struct qp_llm *m, const int32_t *ids,
                                     size_t n, int64_t ctx, size_t max_seqs,
                                     size_t *added, struct qp_error *err);
 
+/* Token ids from a file: an .npy of ids (qp_llm_read_ids, flattened), or
+ * any other file as text through the model's tokenizer (with its special
+ * tokens added, as llama.cpp tokenizes an evaluation text). Errors name
+ * the file. */
+enum qp_status qp_llm_read_tokens(const struct qp_llm *m, const char *path,
+                                  int32_t **ids, size_t *n, struct qp_error *err);
+
+/* A plan for cfg (model/session.h) after adding calibration sequences of
+ * ctx tokens from calib[n_calib] (NULL: none; at most max_seqs, 0: all).
+ * *seqs (may be NULL) counts the sequences added. */
+enum qp_status qp_llm_plan(struct qp_llm *m, const struct qp_session_cfg *cfg,
+                           const int32_t *calib, size_t n_calib, int64_t ctx,
+                           size_t max_seqs, size_t *seqs, struct qp_splan **out,
+                           struct qp_error *err);
+
 /* One forward pass on ids [b, t] (b 0: one sequence) under plan (NULL:
  * fp32) with kv (NULL: no cache; else the tokens continue its sequences).
  * *logits ([t, vocab] or [b, t, vocab]) belongs to the caller. capture and
