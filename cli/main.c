@@ -21,8 +21,8 @@ static const struct {
     {"diff", cmd_diff, "per-tensor error metrics between two dumps, worst first"},
     {"ladder", cmd_ladder, "(not yet) bisection ladder: where along a chain of "
                            "dumps the error jumps"},
-    {"sensitivity", cmd_sensitivity, "(not yet) quantize one layer at a time "
-                                     "and rank the damage"},
+    {"sensitivity", cmd_sensitivity, "quantize one layer at a time and rank "
+                                     "the damage, with a hint per layer"},
     {"recipe", cmd_recipe, "(not yet) search a mixed-precision recipe priced "
                            "in bytes"},
     {"sweep", cmd_sweep, "(not yet) evaluate a grid of schemes into one CSV"},

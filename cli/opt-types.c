@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analysis/plot.h"
 #include "formats/dump.h"
 #include "kernels/requant.h"
 #include "model/qplan.h"
@@ -51,6 +52,14 @@ enum qp_status qp_opt_wlayout(const char *arg, void *dest, struct qp_error *err)
     if (!qp_wlayout_from_name(arg, dest))
         return qp_fail(err, QP_E_INVAL, "must be torch, tflite, keras or io, "
                        "not '%s'", arg);
+    return QP_OK;
+}
+
+enum qp_status qp_opt_plot(const char *arg, void *dest, struct qp_error *err)
+{
+    if (!qp_plot_path_ok(arg))
+        return qp_fail(err, QP_E_INVAL, "'%s' must end in .png or .svg", arg);
+    *(const char **)dest = arg;
     return QP_OK;
 }
 

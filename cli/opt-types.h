@@ -26,4 +26,7 @@ enum qp_status qp_opt_wlayout(const char *arg, void *dest, struct qp_error *err)
 /* enum qp_round *: half-away or half-even (quant/qparams.h). */
 enum qp_status qp_opt_round(const char *arg, void *dest, struct qp_error *err);
 
+/* const char **: a plot path ending in .png or .svg. */
+enum qp_status qp_opt_plot(const char *arg, void *dest, struct qp_error *err);
+
 #endif

@@ -154,6 +154,14 @@ static bool node_macs(const struct qp_graph *g, const struct qp_node *n,
     return true;
 }
 
+void qp_graph_node_macs(const struct qp_graph *g, const struct qp_tdesc *descs,
+                        const bool *known, uint64_t *macs)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!node_macs(g, &g->nodes[i], descs, known, &macs[i]))
+            macs[i] = 0;
+}
+
 uint64_t qp_graph_count_macs(const struct qp_graph *g,
                              const struct qp_tdesc *descs, const bool *known,
                              int *unknown)

@@ -30,6 +30,10 @@ enum qp_status qp_graph_infer(const struct qp_graph *g,
  * macs trait of model/op.h: Conv, ConvTranspose, MatMul, Gemm, ...) with
  * known shapes (descs/known from qp_graph_infer); *unknown counts the
  * nodes of those operators whose shapes were not known. */
+/* The same per node into macs[g->n_nodes] (0 where unknown or none). */
+void qp_graph_node_macs(const struct qp_graph *g, const struct qp_tdesc *descs,
+                        const bool *known, uint64_t *macs);
+
 uint64_t qp_graph_count_macs(const struct qp_graph *g,
                              const struct qp_tdesc *descs, const bool *known,
                              int *unknown);

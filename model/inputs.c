@@ -273,3 +273,31 @@ enum qp_status qp_inputs_files(const char *path, char ***files, size_t *n,
     *n = k;
     return QP_OK;
 }
+
+enum qp_status qp_input_sets_load(const struct qp_graph *g, const char *path,
+                                  struct qp_input_sets *out, struct qp_error *err)
+{
+    *out = (struct qp_input_sets){0};
+    char **files;
+    size_t n;
+    enum qp_status st = qp_inputs_files(path, &files, &n, err);
+    if (st)
+        return st;
+    if (!(out->set = calloc(n + 1, sizeof *out->set)))
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
+    for (size_t i = 0; !st && i < n; i++) {
+        const char *spec[1] = {files[i]};
+        if (!(st = qp_inputs_load(g, spec, 1, &out->set[i], err)))
+            out->n++;
+    }
+    qp_inputs_files_free(files, n);
+    return st;
+}
+
+void qp_input_sets_release(const struct qp_graph *g, struct qp_input_sets *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        qp_inputs_free(g, s->set[i]);
+    free(s->set);
+    *s = (struct qp_input_sets){0};
+}

@@ -30,4 +30,17 @@ enum qp_status qp_inputs_files(const char *path, char ***files, size_t *n,
                                struct qp_error *err);
 void qp_inputs_files_free(char **files, size_t n);
 
+/* Input sets, one per file of a folder (or the one file). */
+struct qp_input_sets {
+    struct qp_tensor ***set; /* [n], each g->n_inputs tensors */
+    size_t n;
+};
+
+/* Loads every input file of path (qp_inputs_files) as one set of g's
+ * inputs. out is owned by the caller (qp_input_sets_release), also on
+ * failure. Errors name the file. */
+enum qp_status qp_input_sets_load(const struct qp_graph *g, const char *path,
+                                  struct qp_input_sets *out, struct qp_error *err);
+void qp_input_sets_release(const struct qp_graph *g, struct qp_input_sets *s);
+
 #endif

@@ -204,7 +204,8 @@ static enum qp_status reuse_plan(const struct qp_graph *g, const struct qp_memo 
 struct local {
     const struct qp_exec_hooks *inner; /* the plan's hooks, or NULL */
     const struct qp_qplan *q;          /* NULL: fp32 or a QDQ plan */
-    struct qp_dump *dump;
+    struct qp_dump *dump;              /* the reference: a dump, */
+    const struct qp_memo *memo;        /* or a memo of the same graph */
     struct qp_tensor *held[QP_OP_MAX_IO];
     int nheld;
 };
@@ -222,11 +223,18 @@ static enum qp_status local_value(struct local *l, const struct qp_graph *g, int
                                   struct qp_tensor **out, struct qp_error *err)
 {
     *out = NULL;
-    long e = qp_dump_find(l->dump, g->values[v].name);
-    if (e < 0)
-        return QP_OK;
-    struct qp_tensor *ref;
-    enum qp_status st = qp_dump_load(l->dump, (size_t)e, &ref, err);
+    struct qp_tensor *ref = NULL;
+    enum qp_status st = QP_OK;
+    if (l->memo) {
+        if (!l->memo->vals[v])
+            return QP_OK;
+        st = qp_tensor_clone(l->memo->vals[v], &ref, err);
+    } else {
+        long e = qp_dump_find(l->dump, g->values[v].name);
+        if (e < 0)
+            return QP_OK;
+        st = qp_dump_load(l->dump, (size_t)e, &ref, err);
+    }
     if (st)
         return st;
     struct qp_tensor *f = NULL;
@@ -235,7 +243,8 @@ static enum qp_status local_value(struct local *l, const struct qp_graph *g, int
         qp_shape_str(ref->ndim, ref->shape, a, sizeof a);
         qp_shape_str(live->ndim, live->shape, b, sizeof b);
         st = qp_fail(err, QP_E_SHAPE, "'%s': tensor '%s' is %s, the run has %s",
-                     l->dump->path, g->values[v].name, a, b);
+                     l->dump ? l->dump->path : "reference", g->values[v].name, a,
+                     b);
     } else if (!(st = qp_tensor_new(g->values[v].name, QP_DTYPE_F32, ref->ndim,
                                     ref->shape, &f, err))) {
         qp_tensor_read_f32(ref, 0, qp_tensor_numel(ref), f->data);
@@ -364,8 +373,9 @@ enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
         qp_qdq_hooks(plan->qdq, &ph);
         hooks = &ph;
     }
-    struct local l = {hooks, plan ? plan->q : NULL, o->local, {0}, 0};
-    if (o->local) {
+    struct local l = {hooks, plan ? plan->q : NULL, o->local, o->local_memo,
+                      {0}, 0};
+    if (o->local || o->local_memo) {
         if (o->memo)
             return qp_fail(err, QP_E_INVAL, "a teacher-forced run is not "
                            "memoized");

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/infer.h"
 #include "model/inputs.h"
 #include "model/llama-import.h"
 #include "model/onnx-import.h"
@@ -62,6 +63,28 @@ void qp_session_free(struct qp_session *s)
     qp_graph_free(s->g);
     free(s->path);
     free(s);
+}
+
+enum qp_status qp_session_node_macs(const struct qp_session *s,
+                                    const struct qp_tensor *const *feed,
+                                    uint64_t *macs, struct qp_error *err)
+{
+    const struct qp_graph *g = s->g;
+    struct qp_tdesc *in = calloc((size_t)g->n_inputs + 1, sizeof *in);
+    struct qp_tdesc *d = calloc((size_t)g->n_values + 1, sizeof *d);
+    bool *known = calloc((size_t)g->n_values + 1, sizeof *known);
+    enum qp_status st = in && d && known ? QP_OK
+                                         : qp_fail(err, QP_E_NOMEM, "out of memory");
+    for (int i = 0; !st && i < g->n_inputs; i++)
+        qp_tdesc_of(feed[i], &in[i]);
+    if (!st)
+        st = qp_graph_infer(g, in, d, known, err);
+    if (!st)
+        qp_graph_node_macs(g, d, known, macs);
+    free(in);
+    free(d);
+    free(known);
+    return st;
 }
 
 bool qp_session_own_quant(const struct qp_session *s)
@@ -145,6 +168,12 @@ enum qp_status qp_session_add_calib(struct qp_session *s, const char *path,
 size_t qp_session_calib_count(const struct qp_session *s)
 {
     return s->ncalib;
+}
+
+struct qp_tensor *const *qp_session_calib_set(const struct qp_session *s,
+                                              size_t i)
+{
+    return i < s->ncalib ? s->calib[i] : NULL;
 }
 
 /* ---- observers --------------------------------------------------------------- */

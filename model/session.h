@@ -102,6 +102,10 @@ enum qp_status qp_session_add_calib_feed(struct qp_session *s,
 
 size_t qp_session_calib_count(const struct qp_session *s);
 
+/* Calibration set i (g->n_inputs tensors, borrowed from the session). */
+struct qp_tensor *const *qp_session_calib_set(const struct qp_session *s,
+                                              size_t i);
+
 /* ---- plans ------------------------------------------------------------- */
 
 struct qp_session_cfg {
@@ -162,6 +166,9 @@ struct qp_session_run_opts {
      * plan represents that value (fake-quantized, or quantized in the int
      * mode). Not combined with memo. */
     struct qp_dump *local;
+    /* The same from a memo of an earlier run (e.g. the fp32 reference
+     * recorded with no_fusion) instead of a dump. */
+    const struct qp_memo *local_memo;
     /* The memo is filled from a run without fused passes, so that every
      * value materializes (more reuse later, one slower run now). */
     bool no_fusion;
@@ -188,5 +195,11 @@ enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
                               struct qp_error *err);
 
 struct qp_session_stats qp_session_stats(const struct qp_session *s);
+
+/* Multiply-accumulates of every node (macs[g->n_nodes]) for inputs shaped
+ * like feed (model/infer.h); 0 where unknown or not counted. */
+enum qp_status qp_session_node_macs(const struct qp_session *s,
+                                    const struct qp_tensor *const *feed,
+                                    uint64_t *macs, struct qp_error *err);
 
 #endif

@@ -277,8 +277,9 @@ test_diff_plot_png_svg_and_script() {
     # the data: dump order (same, then x: natural order of the files), the
     # worst (x) marked, the inf drawn at the top as kind 1
     assert_eq "$(grep -c '"x"' p.dat)" 1
-    assert_eq "$(awk '$5 == "\"x\"" {print $1, $3, $4}' p.dat)" "1 0 1"
-    assert_eq "$(awk '$5 == "\"same\"" {print $1, $3, $4}' p.dat)" "0 1 0"
+    # columns: index block value kind worst_rank name
+    assert_eq "$(awk '$6 == "\"x\"" {print $1, $2, $4, $5}' p.dat)" "1 -1 0 1"
+    assert_eq "$(awk '$6 == "\"same\"" {print $1, $2, $4, $5}' p.dat)" "0 -1 1 0"
     # the kept script draws it again
     rm p.png
     gnuplot p.gp
@@ -288,6 +289,29 @@ test_diff_plot_png_svg_and_script() {
     assert_contains sub/p.svg "<svg"
     assert_contains sub/p.svg "SQNR per tensor"
     [ -s sub/p.dat ] && [ -s sub/p.gp ] || fail "sub/p.dat or sub/p.gp missing"
+}
+
+test_diff_plot_hundreds_of_tensors_stays_readable() {
+    # defect: with hundreds of tensors the worst-layer labels overprinted
+    mkdir ref test
+    for l in 0 1 2 3 4 5 6 7 8 9 10 11; do
+        for k in q k v o gate up down; do
+            mkt "ref/model.layers.$l.$k.npy" f32 4 1,2,3,4
+            mkt "test/model.layers.$l.$k.npy" f32 4 1,2,3,$((5 + l))
+        done
+    done
+    "$QPROBE" diff ref test --plot p.png --mark 30 -q >/dev/null
+    # every marked point listed beside the plot (20 rows, then a count)
+    assert_eq "$(grep -c "at screen 0.775" p.gp)" 22
+    assert_contains p.gp "(+10 more in the CSV)"
+    # rank numbers on the plot only where points are apart: at most 10
+    n=$(grep -c "offset 0.8,0.8" p.gp)
+    [ "$n" -ge 1 ] && [ "$n" -le 10 ] || fail "$n rank labels on the plot"
+    # one dotted line per block boundary (12 blocks) and block numbers
+    assert_eq "$(grep -c "nohead dt 3" p.gp)" 11
+    assert_contains p.gp "set label 'L11'"
+    assert_eq "$(awk '$6 == "\"model.layers.7.up\"" {print $2}' p.dat)" 7
+    [ -s p.png ] || fail "no plot"
 }
 
 test_diff_bad_input_exit_1_no_partial_outputs() {
