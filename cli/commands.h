@@ -15,5 +15,6 @@ int cmd_requant(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 #endif

@@ -34,6 +34,8 @@ static const struct {
     {"demo", cmd_demo, "the whole job on the bundled model"},
     {"eval", cmd_eval, "LLM perplexity and KL divergence (llama.cpp's "
                        "semantics and files)"},
+    {"generate", cmd_generate, "greedy LLM generation with a KV cache, any "
+                               "scheme"},
 };
 
 static void usage(FILE *f)

@@ -191,6 +191,40 @@ enum qp_status qp_llm_read_tokens(const struct qp_llm *m, const char *path,
                    "this build does not have; give token ids (.npy)", path);
 }
 
+enum qp_status qp_llm_encode(const struct qp_llm *m, const char *text,
+                             size_t len, bool add_special, int32_t **ids,
+                             size_t *n, struct qp_error *err)
+{
+    (void)text;
+    (void)len;
+    (void)add_special;
+    *ids = NULL;
+    *n = 0;
+    return qp_fail(err, QP_E_NOTFOUND, "'%s': no tokenizer in this build; give "
+                   "token ids", m->dir);
+}
+
+enum qp_status qp_llm_decode(const struct qp_llm *m, const int32_t *ids,
+                             size_t n, char **text, size_t *len,
+                             struct qp_error *err)
+{
+    (void)ids;
+    (void)n;
+    *text = NULL;
+    *len = 0;
+    return qp_fail(err, QP_E_NOTFOUND, "'%s': no tokenizer in this build", m->dir);
+}
+
+int32_t qp_llm_bos(const struct qp_llm *m)
+{
+    return (int32_t)m->cfg.bos_id;
+}
+
+int32_t qp_llm_eos(const struct qp_llm *m)
+{
+    return (int32_t)m->cfg.eos_id;
+}
+
 enum qp_status qp_llm_plan(struct qp_llm *m, const struct qp_session_cfg *cfg,
                            const int32_t *calib, size_t n_calib, int64_t ctx,
                            size_t max_seqs, size_t *seqs, struct qp_splan **out,

@@ -68,6 +68,26 @@ enum qp_status qp_llm_add_calib_ids(struct qp_llm *m, const int32_t *ids,
 enum qp_status qp_llm_read_tokens(const struct qp_llm *m, const char *path,
                                   int32_t **ids, size_t *n, struct qp_error *err);
 
+/* Text to ids through the model's tokenizer (tokenizer.json in its
+ * folder); add_special adds what its post-processor adds (BOS). *ids
+ * (malloc'd, *n entries) belongs to the caller. QP_E_NOTFOUND when the
+ * folder has no tokenizer. */
+enum qp_status qp_llm_encode(const struct qp_llm *m, const char *text,
+                             size_t len, bool add_special, int32_t **ids,
+                             size_t *n, struct qp_error *err);
+
+/* Ids to text (the bytes the tokens stand for; special tokens kept).
+ * *text (malloc'd, NUL-terminated, *len bytes) belongs to the caller. */
+enum qp_status qp_llm_decode(const struct qp_llm *m, const int32_t *ids,
+                             size_t n, char **text, size_t *len,
+                             struct qp_error *err);
+
+/* The BOS id a chunk or a prompt starts with: the tokenizer's when it
+ * adds one, else config.json's bos_token_id without a tokenizer, else -1. */
+int32_t qp_llm_bos(const struct qp_llm *m);
+/* The EOS id generation stops at (tokenizer, else config.json), or -1. */
+int32_t qp_llm_eos(const struct qp_llm *m);
+
 /* A plan for cfg (model/session.h) after adding calibration sequences of
  * ctx tokens from calib[n_calib] (NULL: none; at most max_seqs, 0: all).
  * *seqs (may be NULL) counts the sequences added. */
