@@ -7,6 +7,8 @@
 #include "core/half.h"
 #include "core/parallel.h"
 #include "kernels/blas.h"
+#include "kernels/dispatch.h"
+#include "kernels/gemm-wq-impl.h"
 
 /* A tile of W decoded at a time: TILE_N rows by TILE_K columns of float32
  * (256 KB: fits with OpenBLAS's packed copy in a 1 MB L2). */
@@ -105,8 +107,8 @@ static void dequant_run(const struct qp_wq *w, size_t j, size_t i0, size_t ni,
     }
 }
 
-static void decode_row(const struct qp_wq *w, size_t j, size_t i0, size_t ni,
-                       float *out)
+static void decode_row_ref(const struct qp_wq *w, size_t j, size_t i0, size_t ni,
+                           float *out)
 {
     size_t e = j * w->k + i0;
     switch (w->gran) {
@@ -148,11 +150,32 @@ static void decode_row(const struct qp_wq *w, size_t j, size_t i0, size_t ni,
     }
 }
 
+/* The AVX-512 decoders when this CPU runs them and QP_KERNELS allows. */
+static bool use_avx512(void)
+{
+#if defined(__x86_64__)
+    static int v = -1;
+    if (v < 0)
+        __atomic_store_n(&v, qp_kern_isa_allowed(QP_KERN_AVX512), __ATOMIC_RELAXED);
+    return __atomic_load_n(&v, __ATOMIC_RELAXED) > 0;
+#else
+    return false;
+#endif
+}
+
 void qp_wq_decode(const struct qp_wq *w, size_t j0, size_t nj, size_t i0,
                   size_t ni, float *out, size_t ldo)
 {
+#if defined(__x86_64__)
+    if (use_avx512()) {
+        for (size_t r = 0; r < nj; r++)
+            if (!qp_wq_decode_row_avx512(w, j0 + r, i0, ni, out + r * ldo))
+                decode_row_ref(w, j0 + r, i0, ni, out + r * ldo);
+        return;
+    }
+#endif
     for (size_t r = 0; r < nj; r++)
-        decode_row(w, j0 + r, i0, ni, out + r * ldo);
+        decode_row_ref(w, j0 + r, i0, ni, out + r * ldo);
 }
 
 /* ---- the product --------------------------------------------------------- */
