@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/llm-eval.h"
+#include "analysis/llm-tasks.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/opt-types.h"
@@ -15,7 +16,8 @@
 #include "quant/scheme.h"
 
 static const struct qp_cli cli = {
-    "eval", "MODEL_DIR (--tokens IDS | --text FILE) [options]",
+    "eval", "MODEL_DIR (--tokens IDS | --text FILE) [--choices F] "
+    "[--exact-match F] [options]",
     "Language-model quality of a Hugging Face Llama-family model, in fp32 or "
     "quantized: perplexity as llama.cpp's perplexity tool computes it, and KL "
     "divergence against base logits.",
@@ -27,12 +29,19 @@ static const struct qp_cli cli = {
     "--kl-divergence-base file, and --kl-base reads one (from here or from\n"
     "llama.cpp) and adds KL divergence, ln(PPL/PPL_base), Δp and same-top-p "
     "statistics,\nas llama.cpp's --kl-divergence prints them; the base must "
-    "come from the same\nvocabulary, context size and token stream.",
+    "come from the same\nvocabulary, context size and token stream.\n"
+    "--choices scores multiple-choice items ({\"context\", \"choices\", "
+    "\"label\"} per line) by\nthe summed log-probability of each choice after "
+    "the context (acc, and acc_norm per\nbyte); --exact-match generates "
+    "greedily after each {\"prompt\"} as many tokens as\nits \"answer\" has "
+    "and counts exact matches. Items may give \"*_ids\" token lists\ninstead "
+    "of text.",
     1, 1, "one MODEL_DIR",
 };
 
 struct eval_args {
     const char *model, *tokens, *text, *kl_base, *save, *recipe, *calib, *json;
+    const char *choices, *exact;
     int64_t ctx, chunks, batch;
     enum qp_run_mode mode;
     struct qp_scheme scheme;
@@ -89,7 +98,30 @@ static struct qp_json *kld_json(struct qp_json *root, const struct qp_kld_stats 
     return o;
 }
 
-static int write_json(const struct eval_args *a, const struct qp_ppl_result *r)
+/* Everything one evaluation measured. */
+struct results {
+    bool has_ppl, has_mc, has_em;
+    struct qp_ppl_result ppl;
+    struct qp_task_result mc, em;
+};
+
+static void task_json(struct qp_json *root, const char *key,
+                      const struct qp_task_result *t, bool norm)
+{
+    struct qp_json *o = qp_json_add_object(root, key);
+    if (!o)
+        return;
+    qp_json_add_num(o, "items", (double)t->items);
+    qp_json_add_num(o, norm ? "acc" : "match_rate", t->acc);
+    qp_json_add_num(o, norm ? "acc_unc" : "match_rate_unc", t->acc_unc);
+    if (norm) {
+        qp_json_add_num(o, "acc_norm", t->acc_norm);
+        qp_json_add_num(o, "acc_norm_unc", t->acc_norm_unc);
+    }
+    qp_json_add_num(o, "seconds", t->seconds);
+}
+
+static int write_json(const struct eval_args *a, const struct results *res)
 {
     struct qp_json *root = qp_json_new_object();
     struct qp_error err;
@@ -97,7 +129,8 @@ static int write_json(const struct eval_args *a, const struct qp_ppl_result *r)
         return qp_cli_fail(&(struct qp_error){QP_E_NOMEM, "out of memory"});
     qp_json_add_str(root, "model", a->model);
     qp_json_add_str(root, "mode", qp_run_mode_name(a->mode));
-    struct qp_json *p = qp_json_add_object(root, "perplexity");
+    const struct qp_ppl_result *r = &res->ppl;
+    struct qp_json *p = res->has_ppl ? qp_json_add_object(root, "perplexity") : NULL;
     if (p) {
         qp_json_add_num(p, "ppl", r->ppl);
         qp_json_add_num(p, "ppl_unc", r->ppl_unc);
@@ -106,8 +139,12 @@ static int write_json(const struct eval_args *a, const struct qp_ppl_result *r)
         qp_json_add_num(p, "tokens_scored", (double)r->count);
         qp_json_add_num(p, "seconds", r->seconds);
     }
-    if (r->has_kld)
+    if (res->has_ppl && r->has_kld)
         kld_json(root, &r->kld);
+    if (res->has_mc)
+        task_json(root, "choices", &res->mc, true);
+    if (res->has_em)
+        task_json(root, "exact_match", &res->em, false);
     int rc = QP_EXIT_OK;
     if (!strcmp(a->json, "-")) {
         char *text = qp_json_print(root, true);
@@ -123,63 +160,119 @@ static int write_json(const struct eval_args *a, const struct qp_ppl_result *r)
 
 /* ---- the run ----------------------------------------------------------------- */
 
+/* The plan for the quantized modes (NULL: fp32), calibrated on --calib or
+ * the first chunk of the stream. */
+static int make_plan(const struct eval_args *a, struct qp_llm *m,
+                     struct qp_recipe *recipe, const int32_t *ids, size_t n,
+                     struct qp_splan **plan, struct qp_error *err)
+{
+    *plan = NULL;
+    if (a->mode == QP_MODE_FP32)
+        return QP_EXIT_OK;
+    int32_t *calib = NULL;
+    size_t ncal = 0;
+    int64_t ctx = a->ctx ? a->ctx : 512;
+    if (a->calib && qp_llm_read_tokens(m, a->calib, &calib, &ncal, err))
+        return QP_EXIT_FAIL;
+    struct qp_session_cfg cfg = {a->mode, a->has_scheme ? &a->scheme : NULL,
+                                 recipe, NULL, QP_RQ_TFLITE_DOUBLE, false};
+    bool acts = recipe || a->scheme.has_acts;
+    if (acts && !calib && !ids) {
+        free(calib);
+        qp_fail(err, QP_E_INVAL, "quantized activations need --calib (or a "
+                "--tokens/--text stream to calibrate on)");
+        return QP_EXIT_FAIL;
+    }
+    if (acts && !calib)
+        qp_cli_warn("no --calib: activation ranges come from the first chunk of "
+                    "the evaluated tokens");
+    size_t seqs;
+    const int32_t *cs = calib ? calib : acts ? ids : NULL;
+    size_t cn = calib ? ncal : n < (size_t)ctx ? n : (size_t)ctx;
+    enum qp_status st = qp_llm_plan(m, &cfg, cs, cn, ctx, 16, &seqs, plan, err);
+    free(calib);
+    if (st)
+        return QP_EXIT_FAIL;
+    if (!a->quiet && seqs)
+        fprintf(stderr, "calibrated on %zu sequence%s of up to %lld tokens\n", seqs,
+                seqs == 1 ? "" : "s", (long long)ctx);
+    return QP_EXIT_OK;
+}
+
+static void print_task(const char *what, const struct qp_task_result *t, bool norm)
+{
+    printf("%s: %zu items, %s %.2f +/- %.2f %%", what, t->items,
+           norm ? "acc" : "match", 100 * t->acc, 100 * t->acc_unc);
+    if (norm)
+        printf(", acc_norm %.2f +/- %.2f %%", 100 * t->acc_norm,
+               100 * t->acc_norm_unc);
+    printf(" (%.1f s)\n", t->seconds);
+}
+
 static int eval(const struct eval_args *a)
 {
     struct qp_error err;
     struct qp_llm *m = NULL;
     struct qp_recipe *recipe = NULL;
     struct qp_splan *plan = NULL;
-    int32_t *ids = NULL, *calib = NULL;
-    size_t n = 0, ncal = 0;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    struct results res = {0};
     int rc = QP_EXIT_FAIL;
+    const char *stream = a->tokens ? a->tokens : a->text;
     if (qp_llm_open(a->model, &m, &err))
         return qp_cli_fail(&err);
     if (a->recipe && qp_recipe_load(a->recipe, &recipe, &err))
         goto fail;
-    if (qp_llm_read_tokens(m, a->tokens ? a->tokens : a->text, &ids, &n, &err))
-        goto fail;
-    if (a->calib && qp_llm_read_tokens(m, a->calib, &calib, &ncal, &err))
+    if (stream && qp_llm_read_tokens(m, stream, &ids, &n, &err))
         goto fail;
     int64_t ctx = a->ctx ? a->ctx : 512;
-    if (m->cfg.max_pos && ctx > m->cfg.max_pos)
+    if (stream && m->cfg.max_pos && ctx > m->cfg.max_pos)
         qp_cli_warn("a context of %lld tokens is longer than the model's %lld "
                     "(max_position_embeddings)", (long long)ctx,
                     (long long)m->cfg.max_pos);
-    if (a->mode != QP_MODE_FP32) {
-        struct qp_session_cfg cfg = {a->mode, a->has_scheme ? &a->scheme : NULL,
-                                     recipe, NULL, QP_RQ_TFLITE_DOUBLE, false};
-        bool acts = recipe || a->scheme.has_acts;
-        if (acts && !calib)
-            qp_cli_warn("no --calib: activation ranges come from the first "
-                        "chunk of the evaluated tokens");
-        size_t seqs;
-        const int32_t *cs = calib ? calib : acts ? ids : NULL;
-        size_t cn = calib ? ncal : n < (size_t)ctx ? n : (size_t)ctx;
-        if (qp_llm_plan(m, &cfg, cs, cn, ctx, 16, &seqs, &plan, &err))
-            goto fail;
-        if (!a->quiet && seqs)
-            fprintf(stderr, "calibrated on %zu sequence%s of up to %lld tokens\n",
-                    seqs, seqs == 1 ? "" : "s", (long long)ctx);
-    }
-    struct qp_progress prog = qp_cli_progress(a->quiet);
-    int32_t bos = a->no_bos ? -1 : (int32_t)m->cfg.bos_id;
-    struct qp_ppl_opts po = {a->ctx, a->chunks, a->batch, bos, a->kl_base, a->save,
-                             &prog};
-    struct qp_ppl_result r;
-    enum qp_status st = qp_llm_perplexity(m, plan, ids, n, &po, &r, &err);
-    qp_cli_progress_done();
-    if (st)
+    if (make_plan(a, m, recipe, ids, n, &plan, &err))
         goto fail;
-    printf("%s: %s, %lld chunks of %lld tokens, %zu scored, %.1f s (%.0f tokens/s)\n",
-           a->model, qp_run_mode_name(a->mode), (long long)r.chunks,
-           (long long)r.ctx, r.count, r.seconds,
-           r.seconds > 0 ? (double)(r.chunks * r.ctx) / r.seconds : 0.0);
-    printf("PPL = %.4f +/- %.5f\n", r.ppl, r.ppl_unc);
-    if (r.has_kld)
-        print_kld(&r.kld);
-    if (a->save)
-        printf("logits written to %s\n", a->save);
-    rc = a->json ? write_json(a, &r) : QP_EXIT_OK;
+    struct qp_progress prog = qp_cli_progress(a->quiet);
+    const char *mode = qp_run_mode_name(a->mode);
+    if (stream) {
+        struct qp_ppl_opts po = {a->ctx, a->chunks, a->batch,
+                                 a->no_bos ? -1 : qp_llm_bos(m), a->kl_base,
+                                 a->save, &prog};
+        struct qp_ppl_result *r = &res.ppl;
+        enum qp_status st = qp_llm_perplexity(m, plan, ids, n, &po, r, &err);
+        qp_cli_progress_done();
+        if (st)
+            goto fail;
+        res.has_ppl = true;
+        printf("%s: %s, %lld chunks of %lld tokens, %zu scored, %.1f s (%.0f "
+               "tokens/s)\n", a->model, mode, (long long)r->chunks,
+               (long long)r->ctx, r->count, r->seconds,
+               r->seconds > 0 ? (double)(r->chunks * r->ctx) / r->seconds : 0.0);
+        printf("PPL = %.4f +/- %.5f\n", r->ppl, r->ppl_unc);
+        if (r->has_kld)
+            print_kld(&r->kld);
+        if (a->save)
+            printf("logits written to %s\n", a->save);
+    }
+    if (a->choices) {
+        enum qp_status st = qp_llm_choices(m, plan, a->choices, &prog, &res.mc, &err);
+        qp_cli_progress_done();
+        if (st)
+            goto fail;
+        res.has_mc = true;
+        print_task("choices", &res.mc, true);
+    }
+    if (a->exact) {
+        enum qp_status st = qp_llm_exact_match(m, plan, a->exact, &prog, &res.em,
+                                               &err);
+        qp_cli_progress_done();
+        if (st)
+            goto fail;
+        res.has_em = true;
+        print_task("exact-match", &res.em, false);
+    }
+    rc = a->json ? write_json(a, &res) : QP_EXIT_OK;
     goto done;
 fail:
     qp_cli_fail(&err);
@@ -187,7 +280,6 @@ done:
     qp_splan_free(plan);
     qp_recipe_free(recipe);
     free(ids);
-    free(calib);
     qp_llm_free(m);
     return rc;
 }
@@ -219,6 +311,10 @@ int cmd_eval(int argc, char **argv)
                     &a.calib),
         QP_OPT_FLAG_("no-bos", 0, "do not put BOS at the start of each chunk",
                      &a.no_bos),
+        QP_OPT_STR_("choices", 0, "FILE.jsonl", "multiple-choice items to score",
+                    &a.choices),
+        QP_OPT_STR_("exact-match", 0, "FILE.jsonl", "prompt/answer items for "
+                    "greedy exact match", &a.exact),
         QP_OPT_STR_("json", 0, "FILE", "every figure as JSON into FILE ('-': "
                     "stdout, after the table)", &a.json),
         QP_OPT_FLAG_("quiet", 'q', "no progress on stderr", &a.quiet),
@@ -230,8 +326,12 @@ int cmd_eval(int argc, char **argv)
     a.has_scheme = qp_cli_given(opts, "scheme");
     if (rc != QP_CLI_GO)
         return rc;
-    if (!a.tokens && !a.text)
-        return qp_cli_usage(&cli, "--tokens or --text is required");
+    if (!a.tokens && !a.text && !a.choices && !a.exact)
+        return qp_cli_usage(&cli, "give --tokens or --text (and/or --choices, "
+                            "--exact-match)");
+    if (!a.tokens && !a.text && (a.kl_base || a.save))
+        return qp_cli_usage(&cli, "--kl-base and --save-logits need --tokens or "
+                            "--text");
     if (a.mode == QP_MODE_FP32 && (a.has_scheme || a.recipe || a.calib))
         return qp_cli_usage(&cli, "--scheme, --recipe and --calib need --mode "
                             "fake or int");
