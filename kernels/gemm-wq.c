@@ -208,9 +208,13 @@ static void wq_rows(const struct wq_job *jb, size_t j0, size_t j1, float *tile)
         for (size_t kt = 0; kt < w->k; kt += TILE_K) {
             size_t kb = w->k - kt < TILE_K ? w->k - kt : TILE_K;
             qp_wq_decode(w, jt, nb, kt, kb, tile, kb);
-            qp_blas_sgemm(jb->serial, false, true, jb->m, nb, kb, 1.0f,
-                          jb->x + kt, jb->ldx, tile, kb, kt ? 1.0f : 0.0f,
-                          jb->y + jt, jb->ldy);
+            if (jb->m == 1) /* one row (generation): tile . x, a gemv */
+                qp_blas_sgemm(jb->serial, false, false, nb, 1, kb, 1.0f, tile,
+                              kb, jb->x + kt, 1, kt ? 1.0f : 0.0f, jb->y + jt, 1);
+            else
+                qp_blas_sgemm(jb->serial, false, true, jb->m, nb, kb, 1.0f,
+                              jb->x + kt, jb->ldx, tile, kb, kt ? 1.0f : 0.0f,
+                              jb->y + jt, jb->ldy);
         }
         if (!w->k)
             for (size_t r = 0; r < jb->m; r++)
