@@ -24,7 +24,8 @@ void qp_diff_write_csv(struct qp_csv_writer *w, const struct qp_diff *d)
 {
     static const char *const header[] = {
         "rank", "name", "shape", "numel", "sqnr_db", "cosine", "mae", "max_abs",
-        "rel_l2", "ref_absmax", "nonfinite", "kl", "top1", "test_name"};
+        "rel_l2", "ref_absmax", "nonfinite", "kl", "top1", "test_name",
+        "mae_lsb", "max_lsb", "rmse_lsb", "mismatches"};
     qp_csv_row(w, header, sizeof header / sizeof header[0]);
     for (size_t i = 0; i < d->nrows; i++) {
         const struct qp_diff_row *r = &d->rows[i];
@@ -45,6 +46,15 @@ void qp_diff_write_csv(struct qp_csv_writer *w, const struct qp_diff *d)
             qp_csv_str(w, NULL);
         }
         qp_csv_str(w, r->test_name);
+        if (r->lsb.valid) {
+            qp_csv_num(w, qp_lsb_mae(&r->lsb));
+            qp_csv_num(w, r->lsb.max);
+            qp_csv_num(w, qp_lsb_rmse(&r->lsb));
+            qp_csv_int(w, (int64_t)r->lsb.mismatches);
+        } else {
+            for (int k = 0; k < 4; k++)
+                qp_csv_str(w, NULL);
+        }
         qp_csv_end_row(w);
     }
 }
@@ -155,7 +165,8 @@ enum qp_status qp_diff_plot(const char *out, const char *title,
     if (!st) {
         struct qp_depth_series s = {"SQNR", v};
         struct qp_depth_plot p = {title, "SQNR (dB)", n, names,
-                                  blocks ? block : NULL, &s, 1, marked, nm};
+                                  blocks ? block : NULL, &s, 1, marked, nm,
+                                  NULL};
         st = qp_plot_depth(out, &p, pending, err);
     }
     free(order);

@@ -247,6 +247,8 @@ static enum qp_status compare_pair(struct qp_dump *ref, struct qp_dump *test,
     const struct qp_tensor *tc = tp ? tp : t;
     if (!st)
         st = qp_metrics_tensors(r, tc, &row->m, err);
+    if (!st)
+        st = qp_lsb_tensors(r, tc, &row->lsb, err);
     if (!st && row->logits) {
         struct qp_logits l;
         st = qp_logits_tensors(r, tc, &l, err);

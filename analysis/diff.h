@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "analysis/align.h"
+#include "analysis/lsb.h"
 #include "analysis/metrics.h"
 #include "core/progress.h"
 #include "formats/dump.h"
@@ -89,6 +90,7 @@ struct qp_diff_row {
     char warning[QP_DIFF_WARN_MAX];     /* "" or one sentence, e.g. a layout
                                            tag on one side only (rank >= 3) */
     struct qp_metrics m;
+    struct qp_lsb lsb; /* valid when the test tensor is integer with a scale */
     bool logits;      /* kl and top1 computed */
     double kl, top1;  /* NaN unless logits (and until computed) */
 };

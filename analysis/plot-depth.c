@@ -69,14 +69,20 @@ static void put_name(FILE *f, const char *s, size_t max)
         fputc(*s == '"' || *s == '\'' ? '`' : *s, f);
 }
 
+static double drawn(double v, double bottom, double top)
+{
+    int k = kind_of(v);
+    return k == 0 ? v : k == 1 ? top : bottom;
+}
+
 static void write_data(FILE *d, const struct qp_depth_plot *p, const size_t *rank,
                        double bottom, double top)
 {
     fprintf(d, "# index block");
     for (size_t s = 0; s < p->nseries; s++)
         fprintf(d, " value%zu kind%zu", s, s);
-    fprintf(d, " worst_rank name  (kind: 0 finite, 1 +inf drawn at the top, "
-               "2 -inf/nan at the bottom; rank 0: not marked)\n");
+    fprintf(d, " worst_rank mark_y name  (kind: 0 finite, 1 +inf drawn at the "
+               "top, 2 -inf/nan at the bottom; rank 0: not marked)\n");
     for (size_t i = 0; i < p->n; i++) {
         fprintf(d, "%zu %d", i, p->block ? p->block[i] : -1);
         for (size_t s = 0; s < p->nseries; s++) {
@@ -84,7 +90,9 @@ static void write_data(FILE *d, const struct qp_depth_plot *p, const size_t *ran
             int k = kind_of(v);
             fprintf(d, " %.9g %d", k == 0 ? v : k == 1 ? top : bottom, k);
         }
-        fprintf(d, " %zu \"", rank[i]);
+        size_t ms = rank[i] && p->marked_series ? p->marked_series[rank[i] - 1] : 0;
+        fprintf(d, " %zu %.9g \"", rank[i],
+                drawn(p->series[ms < p->nseries ? ms : 0].value[i], bottom, top));
         put_name(d, p->names[i], 200);
         fputs("\"\n", d);
     }
@@ -115,13 +123,14 @@ static void write_blocks(FILE *b, const struct qp_depth_plot *p)
 static void write_marks(FILE *b, const struct qp_depth_plot *p, double bottom,
                         double top)
 {
-    const double *v0 = p->series[0].value;
     double gap = (double)p->n / 40.0 + 1.0;
     size_t shown = p->nmarked < TABLE_ROWS ? p->nmarked : TABLE_ROWS;
     double *placed = calloc(shown + 1, sizeof *placed);
     size_t np = 0;
     for (size_t r = 0; r < shown; r++) {
         size_t i = p->marked[r];
+        size_t ms = p->marked_series ? p->marked_series[r] : 0;
+        const double *v0 = p->series[ms < p->nseries ? ms : 0].value;
         bool room = placed != NULL;
         for (size_t q = 0; room && q < np; q++)
             room = fabs(placed[q] - (double)i) >= gap;
@@ -194,10 +203,10 @@ enum qp_status qp_plot_depth(const char *out, const struct qp_depth_plot *p,
                    "1:($%d == 2 ? $%d : 1/0) with points pt 9 ps 1.0 lc rgb "
                    "'#000000' notitle", kc, vc, colors[s], kc, vc);
     }
-    if (p->nmarked) /* circles on series 0 */
-        fprintf(b, ", \\\n     qp_dat using 1:($%zu > 0 ? $3 : 1/0) with points "
+    if (p->nmarked) /* circles where each mark is drawn */
+        fprintf(b, ", \\\n     qp_dat using 1:($%zu > 0 ? $%zu : 1/0) with points "
                    "pt 6 ps 2 lw 2 lc rgb '#cc3311' title 'worst'",
-                3 + 2 * p->nseries);
+                3 + 2 * p->nseries, 4 + 2 * p->nseries);
     fputc('\n', b);
     st = qp_plot_text_render(&t, out, false, pending, err);
     return st;

@@ -11,8 +11,9 @@
  * table beside the plot, so no label overprints another. Infinite values
  * (no error) are drawn at the top as open triangles, -inf and NaN at the
  * bottom. The .dat file has one row per point: index, block, then per
- * series the value drawn and its kind (0 finite, 1 +inf, 2 -inf/NaN), and
- * the name. */
+ * series the value drawn and its kind (0 finite, 1 +inf, 2 -inf/NaN), the
+ * rank of a marked point (0: not marked), the value its mark is drawn at,
+ * and the name. */
 #ifndef QP_ANALYSIS_PLOT_DEPTH_H
 #define QP_ANALYSIS_PLOT_DEPTH_H
 
@@ -32,9 +33,11 @@ struct qp_depth_plot {
     const int *block;            /* [n] block number or -1; NULL: none */
     const struct qp_depth_series *series;
     size_t nseries;              /* 1 to 8 */
-    /* points to mark, worst first (indices into [0, n)), from series 0 */
+    /* points to mark, worst first (indices into [0, n)), drawn on series
+     * marked_series[k] (NULL: series 0) */
     const size_t *marked;
     size_t nmarked;
+    const size_t *marked_series;
 };
 
 /* Renders the plot into out (.png or .svg); *pending as qp_plot_render. */

@@ -102,8 +102,8 @@ static enum qp_status score(struct eval *e, const struct qp_splan *p,
 static enum qp_status plan_for(struct eval *e, const struct qp_qassign *a,
                                struct qp_splan **p, struct qp_error *err)
 {
-    struct qp_session_cfg cfg = {e->o->mode, NULL, NULL, a, e->o->flavor,
-                                 e->o->flavor_given};
+    struct qp_session_cfg cfg = {.mode = e->o->mode, .assign = a,
+        .flavor = e->o->flavor, .flavor_given = e->o->flavor_given};
     return qp_session_plan(e->s, &cfg, p, err);
 }
 

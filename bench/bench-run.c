@@ -116,7 +116,8 @@ static int int_time(const struct qp_graph *g, const struct qp_tensor *const *fee
 {
     struct qp_scheme sc;
     struct qp_qplan *p = NULL;
-    struct qp_qplan_opts o = {QP_MODE_INT, &sc, NULL, QP_RQ_TFLITE_DOUBLE, NULL, NULL};
+    struct qp_qplan_opts o = {.mode = QP_MODE_INT, .scheme = &sc,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     struct qp_exec_hooks h;
     int rc = 1;
     if (!qp_scheme_parse("w8c+a8t", &sc, NULL, err) &&

@@ -29,7 +29,10 @@ static const struct qp_cli cli = {
     "Schemes: w BITS (t | c | g N) [z | n] [@rtn | @mse], BITS 2..8 or 16;\n"
     "t per-tensor, c per output channel, g N groups of N along the input axis\n"
     "(a last partial group is allowed); z asymmetric (unsigned), n narrow\n"
-    "symmetric; @mse searches the clipping range per channel/group.\n\n"
+    "symmetric; @mse searches the clipping range per channel/group.\n"
+    "q8_0, q4_0, q4_1, q5_0, q4_k, q6_k: ggml's block types, quantized as\n"
+    "ggml's reference code does (rows along the input axis); their blocks\n"
+    "go to a .gguf OUT (rows must be the tensor's last axis), or --fake.\n\n"
     "OUT holds each quantized tensor as integers (packed below 8 bits) with\n"
     "NAME.scale and NAME.zero_point, and its scheme in the metadata key\n"
     "scheme:NAME. Zero points are stored in the narrowest integer type that\n"
@@ -173,7 +176,7 @@ int cmd_quantize(int argc, char **argv)
         QP_OPT_STR_("recipe", 'r', "R", "recipe JSON: a scheme (or \"fp32\") "
                     "per tensor glob", &a.recipe_path),
         QP_OPT_STR_("output", 'o', "OUT", "output checkpoint: .safetensors, "
-                    ".npz, .h5, or a directory of .npy", &a.out),
+                    ".npz, .h5, .gguf, or a directory of .npy", &a.out),
         QP_OPT_FLAG_("fake", 0, "write dequantized FP32 tensors (same names and "
                      "shapes) instead of integers", &a.fake),
         QP_OPT_STR_("report", 0, "CSV", "per-tensor error and size report",

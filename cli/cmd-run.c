@@ -85,8 +85,9 @@ static int make_plan(const struct run_args *a, struct qp_session *s,
                      struct qp_recipe *recipe, struct qp_splan **plan)
 {
     struct qp_error err;
-    struct qp_session_cfg cfg = {a->mode, a->has_scheme ? &a->scheme : NULL,
-                                 recipe, NULL, a->flavor, a->has_flavor};
+    struct qp_session_cfg cfg = {.mode = a->mode,
+        .scheme = a->has_scheme ? &a->scheme : NULL, .recipe = recipe,
+        .flavor = a->flavor, .flavor_given = a->has_flavor};
     const struct qp_graph *g = qp_session_graph(s);
     size_t runs = 0;
     enum qp_status st = QP_OK;

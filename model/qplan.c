@@ -300,7 +300,7 @@ enum qp_status qp_qplan_new(const struct qp_graph *g,
     p->g = g;
     p->mode = o->mode;
     p->flavor = o->flavor;
-    p->qa = qp_qa_for_requant(o->flavor);
+    p->qa = o->qa_given ? o->qa : qp_qa_for_requant(o->flavor);
     p->round = flavor_round(o->flavor);
     p->wcache = o->wcache;
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
@@ -363,7 +363,8 @@ enum qp_status qp_qplan_calibrate(struct qp_qplan *p,
                                      sizeof *outs);
     if (!outs)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    struct qp_exec_opts eo = {.capture = "*", .on_capture = observe, .capture_ctx = p};
+    struct qp_exec_opts eo = {.capture = "*", .on_capture = observe,
+        .capture_ctx = p};
     enum qp_status st = qp_exec_run(g, inputs, g->n_inputs, &eo, outs, NULL, err);
     for (int k = 0; k < g->n_outputs; k++)
         qp_tensor_free(outs[k]);
@@ -541,6 +542,7 @@ static uint64_t mode_sig(const struct qp_qplan *p)
 {
     uint64_t h = mix(0xcbf29ce484222325ull, (uint64_t)p->mode);
     h = mix(h, (uint64_t)p->flavor);
+    h = mix(h, (uint64_t)p->qa);
     return mix(h, (uint64_t)p->round);
 }
 
@@ -562,6 +564,8 @@ uint64_t qp_qplan_node_sig(const struct qp_qplan *p, int node)
                        (uint64_t)q->ws.f.narrow << 9 | (uint64_t)q->ws.gran << 16 |
                        (uint64_t)q->ws.algo << 24);
         h = mix(h, (uint64_t)q->ws.group);
+        if (q->ws.family != QP_WFAMILY_INT) /* q4_1 is not w4g32z */
+            h = mix(h, (uint64_t)q->ws.family | (uint64_t)q->ws.ggml << 8);
     }
     for (int k = 0; k < n->n_out; k++)
         if (n->out[k] >= 0)

@@ -143,6 +143,11 @@ struct qp_qplan_opts {
     /* where quantized weights come from (shared across plans; must outlive
      * the plan); NULL: a private cache */
     struct qp_wcache *wcache;
+    /* the activation quantizer when not the flavor's runtime's own
+     * (qp_qa_for_requant); a device may pair one runtime's requantization
+     * with another's activation rounding */
+    bool qa_given;
+    enum qp_qa_flavor qa;
 };
 
 struct qp_qplan {

@@ -363,8 +363,10 @@ enum qp_status qp_session_plan(struct qp_session *s,
                          "already simulates its quantization)" : "");
         }
     } else {
-        struct qp_qplan_opts o = {cfg->mode, cfg->scheme, cfg->recipe,
-                                  QP_RQ_TFLITE_DOUBLE, cfg->assign, s->wc};
+        struct qp_qplan_opts o = {.mode = cfg->mode, .scheme = cfg->scheme,
+            .recipe = cfg->recipe, .flavor = QP_RQ_TFLITE_DOUBLE,
+            .assign = cfg->assign, .wcache = s->wc, .qa_given = cfg->qa_given,
+            .qa = cfg->qa};
         if (cfg->recipe && cfg->recipe->requant)
             o.flavor = cfg->recipe->flavor;
         if (cfg->flavor_given)

@@ -116,6 +116,8 @@ struct qp_session_cfg {
     enum qp_rq_flavor flavor;
     bool flavor_given;               /* else the recipe's, else tflite (ort
                                         for a QDQ model's own) */
+    bool qa_given;                   /* the activation quantizer, else the */
+    enum qp_qa_flavor qa;            /* flavor's runtime's own */
 };
 
 struct qp_splan;

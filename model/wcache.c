@@ -36,14 +36,6 @@ void qp_wcache_free(struct qp_wcache *c)
     free(c);
 }
 
-static bool same_scheme(const struct qp_wscheme *a, const struct qp_wscheme *b)
-{
-    /* field by field: the struct may have padding */
-    return a->f.bits == b->f.bits && a->f.asym == b->f.asym &&
-           a->f.narrow == b->f.narrow && a->gran == b->gran &&
-           a->group == b->group && a->algo == b->algo;
-}
-
 /* A weight of fewer than 8 bits (per tensor or per channel) unpacked to
  * int8 / uint8 with its parameters, as devices feed 4-bit weights to
  * 8-bit kernels: the same integers, so the products are exact. */
@@ -98,7 +90,7 @@ enum qp_status qp_wcache_get(struct qp_wcache *c, const struct qp_graph *g,
 {
     for (size_t i = 0; i < c->n; i++) {
         const struct entry *e = &c->e[i];
-        if (e->value == value && same_scheme(&e->ws, ws) &&
+        if (e->value == value && qp_wscheme_equal(&e->ws, ws) &&
             e->o.round == o->round && e->o.layout == o->layout &&
             e->unpack8 == unpack8) {
             c->stats.hits++;

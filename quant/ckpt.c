@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/dump-gguf.h"
 #include "formats/npy.h"
+#include "quant/ggml-quant.h"
 
 static bool any_match(const char *const *globs, size_t n, const char *name,
                       bool *used)
@@ -102,6 +104,45 @@ static enum qp_status check_entry(struct qp_dump *in, enum qp_dump_format fmt,
     return QP_OK;
 }
 
+/* GGUF outputs hold ggml block types and plain tensors only; a ggml scheme
+ * needs a GGUF output (or fake), with rows on the tensor's last axis
+ * (GGUF's ne0) that divide into blocks. */
+static enum qp_status check_gguf(struct qp_dump *in, enum qp_dump_format fmt,
+                                 const char *out_path,
+                                 const struct qp_ckpt_opts *o,
+                                 const struct qp_tensor *e,
+                                 const struct qp_scheme *s, struct qp_error *err)
+{
+    bool gguf = fmt == QP_DUMP_GGUF;
+    char name[QP_SCHEME_MAX + 1];
+    qp_scheme_format(s, name, sizeof name);
+    if (s->w.family != QP_WFAMILY_GGML) {
+        if (!gguf)
+            return QP_OK;
+        const struct qp_ggml_type_info *ti =
+            qp_ggml_type_info(qp_ggml_nearest(&s->w));
+        return qp_fail(err, QP_E_UNSUPPORTED, "'%s': tensor '%s': scheme '%s' "
+                       "has no GGUF type; the nearest is %s (or use --fake)",
+                       out_path, e->name, name, ti->scheme ? ti->scheme : ti->name);
+    }
+    if (!gguf)
+        return qp_fail(err, QP_E_UNSUPPORTED, "'%s': tensor '%s': scheme '%s' is "
+                       "a ggml block type, which only a .gguf output holds; "
+                       "write -o NAME.gguf, or use --fake", out_path, e->name,
+                       name);
+    int oa, ia;
+    qp_wlayout_axes(opts_for(o, e->name).layout, e->ndim, &oa, &ia);
+    if (e->ndim > 1 && ia != e->ndim - 1)
+        return qp_fail(err, QP_E_UNSUPPORTED, "'%s': tensor '%s': its input "
+                       "axis is %d, but GGUF rows are a tensor's last axis; "
+                       "store it as [out, in], or use --fake", in->path, e->name,
+                       ia);
+    char what[300];
+    snprintf(what, sizeof what, "'%s': tensor '%s'", in->path, e->name);
+    return qp_ggml_check_row(s->w.ggml, e->ndim ? e->shape[e->ndim - 1] : 1,
+                             e->ndim - 1, what, err);
+}
+
 static enum qp_status no_gptq(const struct qp_scheme *s, const char *where,
                               struct qp_error *err)
 {
@@ -146,7 +187,9 @@ enum qp_status qp_ckpt_check(struct qp_dump *in, enum qp_dump_format out_format,
         struct qp_scheme s;
         if (!pick(o, e, &s, NULL) || o->fake)
             continue;
-        enum qp_status st = check_entry(in, out_format, out_path, o, e, &s, err);
+        enum qp_status st = check_gguf(in, out_format, out_path, o, e, &s, err);
+        if (!st && s.w.family != QP_WFAMILY_GGML) /* no scales, no companions */
+            st = check_entry(in, out_format, out_path, o, e, &s, err);
         if (st)
             return st;
     }
@@ -171,6 +214,39 @@ static enum qp_status record_scheme(struct qp_dump_writer *w, const char *name,
     return st;
 }
 
+/* A ggml scheme into a GGUF output: t's blocks go to the writer, *fake
+ * gets their decoded values (for the report). */
+static enum qp_status ggml_blocks(struct qp_dump_writer *w,
+                                  const struct qp_tensor *t,
+                                  const struct qp_scheme *s,
+                                  struct qp_tensor **fake, struct qp_error *err)
+{
+    struct qp_ggml_data d;
+    enum qp_status st = qp_ggml_quantize_tensor(t, s->w.ggml, &d, err);
+    if (!st)
+        st = qp_dump_gguf_add_ggml(w, t->name, &d, err);
+    if (!st)
+        st = qp_tensor_new(t->name, QP_DTYPE_F32, t->ndim, t->shape, fake, err);
+    if (!st)
+        qp_ggml_dequantize_row(s->w.ggml, d.data, (*fake)->data,
+                               (int64_t)qp_tensor_numel(t));
+    free(d.data);
+    return st;
+}
+
+/* Bytes t costs under scheme s (quantized to qt), or as it is. */
+static size_t cost(const struct qp_ckpt_opts *o, const struct qp_tensor *t,
+                   const struct qp_scheme *s, const struct qp_tensor *qt)
+{
+    size_t b = t->nbytes;
+    if (s && s->w.family == QP_WFAMILY_GGML)
+        qp_ggml_weight_bytes(s->w.ggml, t->ndim, t->shape,
+                             opts_for(o, t->name).layout, &b);
+    else if (s && qt)
+        b = qp_rtn_bytes(qt);
+    return b;
+}
+
 /* Quantizes (or copies) entry i into the writer. */
 static enum qp_status one(struct qp_dump *in, struct qp_dump_writer *w,
                           const struct qp_ckpt_opts *o, size_t i,
@@ -186,7 +262,12 @@ static enum qp_status one(struct qp_dump *in, struct qp_dump_writer *w,
     struct qp_scheme s;
     bool quant = pick(o, t, &s, res);
     const struct qp_tensor *out = t;
-    if (quant) {
+    if (quant && s.w.family == QP_WFAMILY_GGML && !o->fake) {
+        st = ggml_blocks(w, t, &s, &qt, err);
+        if (st)
+            qp_error_prefix(err, "'%s': ", in->path);
+        out = NULL;
+    } else if (quant) {
         struct qp_wquant_opts wo = opts_for(o, t->name);
         st = qp_rtn_quantize(t, &s.w, &wo, &qt, err);
         if (st)
@@ -197,8 +278,8 @@ static enum qp_status one(struct qp_dump *in, struct qp_dump_writer *w,
             qp_tensor_read_f32(qt, 0, qp_tensor_numel(qt), fake->data);
         out = o->fake ? fake : qt;
     }
-    size_t bytes = quant && qt ? qp_rtn_bytes(qt) : t->nbytes;
-    if (!st)
+    size_t bytes = cost(o, t, quant ? &s : NULL, qt);
+    if (!st && out)
         st = qp_dump_writer_add(w, out, err);
     if (!st && quant)
         st = record_scheme(w, t->name, &s, err);

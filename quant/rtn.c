@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "quant/clip.h"
+#include "quant/ggml-quant.h"
 #include "quant/pack.h"
 
 /* Elements quantized into the int32 staging buffer before each store; a
@@ -114,6 +115,8 @@ enum qp_status qp_rtn_quantize(const struct qp_tensor *w,
                                struct qp_tensor **out, struct qp_error *err)
 {
     *out = NULL;
+    if (ws->family == QP_WFAMILY_GGML)
+        return qp_ggml_fake_quantize(w, ws->ggml, o->layout, out, err);
     if (!qp_dtype_traits(w->dtype)->is_float)
         return qp_fail(err, QP_E_UNSUPPORTED, "tensor '%s': only float tensors "
                        "can be quantized, this one is %s", w->name,

@@ -7,7 +7,14 @@
  *
  * Ranges: min/max per scale (QP_WALGO_RTN) or the MSE-optimal clipping of
  * quant/clip.h (QP_WALGO_MSE). QP_WALGO_GPTQ is refused (QP_E_UNSUPPORTED):
- * it needs calibration data and the model runtime. */
+ * it needs calibration data and the model runtime.
+ *
+ * A ggml scheme (q4_k, ...: QP_WFAMILY_GGML) has no integer-with-scales
+ * form: qp_rtn_quantize returns its values as ggml's reference quantizer
+ * and decoder give them, an F32 tensor (quant/ggml-quant.h,
+ * qp_ggml_fake_quantize), so fake quantization and the metrics work as
+ * for every scheme; the raw blocks come from qp_ggml_quantize_tensor and
+ * the bytes from qp_ggml_weight_bytes. */
 #ifndef QP_QUANT_RTN_H
 #define QP_QUANT_RTN_H
 

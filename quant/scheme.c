@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant/ggml-quant.h"
+
 #define GROUP_MAX ((int64_t)1 << 30)
 #define PCT_DECIMALS 6
 
@@ -31,6 +33,17 @@ const char *qp_walgo_name(enum qp_walgo a)
 const char *qp_arange_name(enum qp_arange r)
 {
     return (unsigned)r < QP_ARANGE_COUNT ? arange_names[r] : "?";
+}
+
+bool qp_wscheme_equal(const struct qp_wscheme *a, const struct qp_wscheme *b)
+{
+    if (a->family != b->family)
+        return false;
+    if (a->family == QP_WFAMILY_GGML)
+        return a->ggml == b->ggml;
+    return a->f.bits == b->f.bits && a->f.asym == b->f.asym &&
+           a->f.narrow == b->f.narrow && a->gran == b->gran &&
+           a->group == b->group && a->algo == b->algo;
 }
 
 /* Parser state: the string, the cursor, and where an error points. */
@@ -165,8 +178,35 @@ static enum qp_status percentile(struct cur *c, double *out)
     return QP_OK;
 }
 
+/* GGML: a ggml type name at the cursor ('q' ...). */
+static enum qp_status ggml_weights(struct cur *c, struct qp_wscheme *w)
+{
+    size_t start = c->i;
+    while (c->i < c->len && (is_alpha(c->s[c->i]) || is_digit(c->s[c->i]) ||
+                             c->s[c->i] == '_'))
+        c->i++;
+    enum qp_ggml_type t;
+    if (!qp_ggml_type_from_scheme(c->s + start, c->i - start, &t))
+        return fail_at(c, start, "unknown ggml type '%.*s' (expected q8_0, "
+                       "q4_0, q4_1, q5_0, q4_k or q6_k)", (int)(c->i - start),
+                       c->s + start);
+    const struct qp_ggml_type_info *ti = qp_ggml_type_info(t);
+    w->family = QP_WFAMILY_GGML;
+    w->ggml = t;
+    w->f.bits = ti->bits;
+    w->f.asym = t == QP_GGML_Q4_1 || t == QP_GGML_Q4_K;
+    w->gran = QP_GRAN_GROUP;
+    w->group = ti->block;
+    if (c->i < c->len && c->s[c->i] == '@')
+        return fail_at(c, c->i, "a ggml type takes no '@' algorithm (ggml's "
+                       "reference quantizer is fixed)");
+    return QP_OK;
+}
+
 static enum qp_status weights(struct cur *c, struct qp_wscheme *w)
 {
+    if (c->i < c->len && c->s[c->i] == 'q')
+        return ggml_weights(c, w);
     if (c->i >= c->len || c->s[c->i] != 'w')
         return fail_at(c, c->i, "expected 'w' and the weight bits at the start");
     c->i++;
@@ -328,10 +368,13 @@ void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size)
     else
         snprintf(g, sizeof g, "%s", qp_gran_name(s->w.gran));
     int ws = sym_char(&s->w.f);
-    snprintf(w, sizeof w, "w%u%s%s%s%s", s->w.f.bits, g,
-             ws == 'z' ? "z" : ws == 'n' ? "n" : "",
-             s->w.algo != QP_WALGO_RTN ? "@" : "",
-             s->w.algo != QP_WALGO_RTN ? qp_walgo_name(s->w.algo) : "");
+    if (s->w.family == QP_WFAMILY_GGML)
+        snprintf(w, sizeof w, "%s", qp_ggml_type_info(s->w.ggml)->scheme);
+    else
+        snprintf(w, sizeof w, "w%u%s%s%s%s", s->w.f.bits, g,
+                 ws == 'z' ? "z" : ws == 'n' ? "n" : "",
+                 s->w.algo != QP_WALGO_RTN ? "@" : "",
+                 s->w.algo != QP_WALGO_RTN ? qp_walgo_name(s->w.algo) : "");
     if (s->has_acts) {
         char a[72];
         qp_ascheme_format(&s->a, a, sizeof a);

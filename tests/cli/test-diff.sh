@@ -30,7 +30,7 @@ make_act() {
 test_diff_csv_hand_computed() {
     make_pair
     "$QPROBE" diff ref test --csv m.csv >table.txt 2>err
-    assert_eq "$(head -n 1 m.csv)" "rank,name,shape,numel,sqnr_db,cosine,mae,max_abs,rel_l2,ref_absmax,nonfinite,kl,top1,test_name"
+    assert_eq "$(head -n 1 m.csv)" "rank,name,shape,numel,sqnr_db,cosine,mae,max_abs,rel_l2,ref_absmax,nonfinite,kl,top1,test_name,mae_lsb,max_lsb,rmse_lsb,mismatches"
     assert_eq "$(csv_field m.csv x rank)" 1
     assert_eq "$(csv_field m.csv x shape)" 2x2
     assert_eq "$(csv_field m.csv x numel)" 4
@@ -277,9 +277,9 @@ test_diff_plot_png_svg_and_script() {
     # the data: dump order (same, then x: natural order of the files), the
     # worst (x) marked, the inf drawn at the top as kind 1
     assert_eq "$(grep -c '"x"' p.dat)" 1
-    # columns: index block value kind worst_rank name
-    assert_eq "$(awk '$6 == "\"x\"" {print $1, $2, $4, $5}' p.dat)" "1 -1 0 1"
-    assert_eq "$(awk '$6 == "\"same\"" {print $1, $2, $4, $5}' p.dat)" "0 -1 1 0"
+    # columns: index block value kind worst_rank mark_y name
+    assert_eq "$(awk '$7 == "\"x\"" {print $1, $2, $4, $5}' p.dat)" "1 -1 0 1"
+    assert_eq "$(awk '$7 == "\"same\"" {print $1, $2, $4, $5}' p.dat)" "0 -1 1 0"
     # the kept script draws it again
     rm p.png
     gnuplot p.gp
@@ -310,7 +310,7 @@ test_diff_plot_hundreds_of_tensors_stays_readable() {
     # one dotted line per block boundary (12 blocks) and block numbers
     assert_eq "$(grep -c "nohead dt 3" p.gp)" 11
     assert_contains p.gp "set label 'L11'"
-    assert_eq "$(awk '$6 == "\"model.layers.7.up\"" {print $2}' p.dat)" 7
+    assert_eq "$(awk '$7 == "\"model.layers.7.up\"" {print $2}' p.dat)" 7
     [ -s p.png ] || fail "no plot"
 }
 
@@ -380,8 +380,9 @@ test_diff_simd_and_reference_agree_and_version_names_them() {
     # shellcheck disable=SC2086
     QP_KERNELS=ref "$QPROBE" diff $args --csv ref.csv >/dev/null
     assert_eq "$(cut -d, -f1-4,8,11 simd.csv)" "$(cut -d, -f1-4,8,11 ref.csv)"
-    paste -d, simd.csv ref.csv | awk -F, 'NR > 1 {
-        for (c = 5; c <= 10; c++) { a = $c; b = $(c + 14); d = a - b; if (d < 0) d = -d
+    cols=$(head -n 1 simd.csv | awk -F, '{ print NF }')
+    paste -d, simd.csv ref.csv | awk -F, -v cols="$cols" 'NR > 1 {
+        for (c = 5; c <= 10; c++) { a = $c; b = $(c + cols); d = a - b; if (d < 0) d = -d
             if (d > 1e-7 * (b < 0 ? -b : b) + 1e-12) { print "row " NR " col " c ": " a " vs " b; bad = 1 } }
     } END { exit bad }' || fail "SIMD and reference metrics differ"
 }

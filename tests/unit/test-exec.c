@@ -134,7 +134,8 @@ QP_TEST(exec_captures_values_matching_the_glob)
     const struct qp_tensor *feed[1] = {x};
     struct qp_tensor *out[1];
     struct captured cap = {0};
-    struct qp_exec_opts o = {.capture = "[abx]", .on_capture = on_capture, .capture_ctx = &cap};
+    struct qp_exec_opts o = {.capture = "[abx]", .on_capture = on_capture,
+        .capture_ctx = &cap};
     REQUIRE_OK(qp_exec_run(g, feed, 1, &o, out, NULL, &err), &err);
     CHECK_INT(cap.n, 3); /* the input, a and b in run order; not c, y */
     CHECK_STR(cap.names[0], "x");

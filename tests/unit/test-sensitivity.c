@@ -124,8 +124,8 @@ QP_TEST(sensitivity_finds_the_planted_outlier_and_the_inheritor)
     REQUIRE_OK(qp_qassign_new(qp_session_graph(s), &a, &err), &err);
     a->wq[res.units.u[w1].nodes[0]] = true;
     a->ws[res.units.u[w1].nodes[0]] = sc.w;
-    struct qp_session_cfg cfg = {QP_MODE_FAKE, NULL, NULL, a, QP_RQ_TFLITE_DOUBLE,
-                                 false};
+    struct qp_session_cfg cfg = {.mode = QP_MODE_FAKE, .assign = a,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     struct qp_splan *p;
     REQUIRE_OK(qp_session_plan(s, &cfg, &p, &err), &err);
     struct qp_outcome oc;

@@ -108,8 +108,8 @@ QP_TEST(session_weights_quantized_once_and_calibration_reused)
     REQUIRE_OK(qp_scheme_parse("w4c+a8t", &b, NULL, &err), &err);
     REQUIRE_OK(qp_scheme_parse("w8c+a16t", &c, NULL, &err), &err);
     struct qp_splan *p1, *p2, *p3, *p4;
-    struct qp_session_cfg cfg = {QP_MODE_FAKE, &a, NULL, NULL, QP_RQ_TFLITE_DOUBLE,
-                                 false};
+    struct qp_session_cfg cfg = {.mode = QP_MODE_FAKE, .scheme = &a,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     REQUIRE_OK(qp_session_plan(s, &cfg, &p1, &err), &err);
     struct qp_session_stats st = qp_session_stats(s);
     CHECK_INT(st.calib_passes, 1);  /* one pass learns and feeds everything */
@@ -192,8 +192,8 @@ QP_TEST(session_memo_recomputes_only_what_depends_on_the_change)
         a->ws[node] = w4.w;
         a->aq[g->nodes[node].out[0]] = true;
         a->as[g->nodes[node].out[0]] = w4.a;
-        struct qp_session_cfg cfg = {QP_MODE_FAKE, NULL, NULL, a,
-                                     QP_RQ_TFLITE_DOUBLE, false};
+        struct qp_session_cfg cfg = {.mode = QP_MODE_FAKE, .assign = a,
+            .flavor = QP_RQ_TFLITE_DOUBLE};
         struct qp_splan *p;
         REQUIRE_OK(qp_session_plan(s, &cfg, &p, &err), &err);
         REQUIRE(run_plan(ctx, s, p, feed, NULL, false, ref, NULL));
@@ -246,8 +246,8 @@ QP_TEST(session_memo_follows_the_plan_it_recorded)
     REQUIRE_OK(qp_scheme_parse("w4c+a8t", &u, NULL, &err), &err);
     struct qp_qassign *a;
     REQUIRE_OK(qp_qassign_uniform(g, &u, &a, &err), &err);
-    struct qp_session_cfg cfg = {QP_MODE_INT, NULL, NULL, a, QP_RQ_TFLITE_DOUBLE,
-                                 false};
+    struct qp_session_cfg cfg = {.mode = QP_MODE_INT, .assign = a,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     struct qp_splan *p, *p2;
     REQUIRE_OK(qp_session_plan(s, &cfg, &p, &err), &err);
     struct qp_memo *m;
@@ -291,8 +291,8 @@ QP_TEST(session_activations_need_calibration_inputs)
     REQUIRE_OK(qp_session_new(g, "chain.onnx", &s, &err), &err);
     struct qp_scheme sc;
     REQUIRE_OK(qp_scheme_parse("w8c+a8t", &sc, NULL, &err), &err);
-    struct qp_session_cfg cfg = {QP_MODE_FAKE, &sc, NULL, NULL, QP_RQ_TFLITE_DOUBLE,
-                                 false};
+    struct qp_session_cfg cfg = {.mode = QP_MODE_FAKE, .scheme = &sc,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     struct qp_splan *p;
     CHECK_FAILS(qp_session_plan(s, &cfg, &p, &err), QP_E_INVAL, &err,
                 "'chain.onnx': quantized activations need calibration inputs");
@@ -372,8 +372,8 @@ QP_TEST(session_local_runs_feed_every_node_the_reference)
     /* fake: accumulated and teacher-forced runs of the same plan */
     struct qp_scheme sc;
     REQUIRE_OK(qp_scheme_parse("w3t+a4t", &sc, NULL, &err), &err);
-    struct qp_session_cfg cfg = {QP_MODE_FAKE, &sc, NULL, NULL, QP_RQ_TFLITE_DOUBLE,
-                                 false};
+    struct qp_session_cfg cfg = {.mode = QP_MODE_FAKE, .scheme = &sc,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     struct qp_splan *p;
     REQUIRE_OK(qp_session_plan(s, &cfg, &p, &err), &err);
     o = (struct qp_session_run_opts){.capture = "*", .on_capture = keep_value,
