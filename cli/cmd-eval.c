@@ -174,8 +174,9 @@ static int make_plan(const struct eval_args *a, struct qp_llm *m,
     int64_t ctx = a->ctx ? a->ctx : 512;
     if (a->calib && qp_llm_read_tokens(m, a->calib, &calib, &ncal, err))
         return QP_EXIT_FAIL;
-    struct qp_session_cfg cfg = {a->mode, a->has_scheme ? &a->scheme : NULL,
-                                 recipe, NULL, QP_RQ_TFLITE_DOUBLE, false};
+    struct qp_session_cfg cfg = {.mode = a->mode,
+                                 .scheme = a->has_scheme ? &a->scheme : NULL,
+                                 .recipe = recipe, .flavor = QP_RQ_TFLITE_DOUBLE};
     bool acts = recipe || a->scheme.has_acts;
     if (acts && !calib && !ids) {
         free(calib);

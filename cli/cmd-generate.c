@@ -89,8 +89,10 @@ static int generate(const struct gen_args *a)
     if (a->calib && qp_llm_read_tokens(m, a->calib, &calib, &ncal, &err))
         goto fail;
     if (a->mode != QP_MODE_FP32) {
-        struct qp_session_cfg cfg = {a->mode, a->has_scheme ? &a->scheme : NULL,
-                                     recipe, NULL, QP_RQ_TFLITE_DOUBLE, false};
+        struct qp_session_cfg cfg = {.mode = a->mode,
+                                     .scheme = a->has_scheme ? &a->scheme : NULL,
+                                     .recipe = recipe,
+                                     .flavor = QP_RQ_TFLITE_DOUBLE};
         bool acts = recipe || a->scheme.has_acts;
         if (acts && !calib)
             qp_cli_warn("no --calib: activation ranges come from the prompt");

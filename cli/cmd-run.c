@@ -192,6 +192,12 @@ static int run(const struct run_args *a)
             : qp_session_load_inputs(s, a->inputs.v, (int)a->inputs.n, &feed,
                                      &err))
         goto done;
+    if (llm && llm->cfg.max_pos &&
+        feed[0]->shape[feed[0]->ndim - 1] > llm->cfg.max_pos)
+        qp_cli_warn("%lld tokens are more than the model's %lld positions "
+                    "(max_position_embeddings)",
+                    (long long)feed[0]->shape[feed[0]->ndim - 1],
+                    (long long)llm->cfg.max_pos);
     outs = calloc((size_t)(g->n_outputs ? g->n_outputs : 1), sizeof *outs);
     if (!outs) {
         qp_fail(&err, QP_E_NOMEM, "out of memory");
@@ -249,8 +255,8 @@ int cmd_run(int argc, char **argv)
         QP_OPT_LIST_("input", 'i', "[NAME=]FILE", "an input tensor: .npy, .pb or "
                      "a dump holding it; repeat to make a batch (stacked along "
                      "axis 0)", &a.inputs),
-        QP_OPT_STR_("tokens", 0, "IDS", "token ids (.npy, [T] or [B, T]) for a "
-                    "model folder", &a.tokens),
+        QP_OPT_STR_("tokens", 0, "IDS", "token ids for a model folder: .npy [T] "
+                    "or [B, T], or a dump's input_ids", &a.tokens),
         QP_OPT_STR_("dump", 'o', "OUT", "write every captured tensor to OUT "
                     "(.h5, .npz, .safetensors, or a directory of .npy files)",
                     &a.dump),

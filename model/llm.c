@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "formats/dump.h"
 #include "formats/npy.h"
 #include "model/llama-import.h"
 
@@ -68,6 +69,27 @@ void qp_llm_free(struct qp_llm *m)
 
 /* ---- token ids ---------------------------------------------------------------- */
 
+/* The ids tensor of path: an .npy file, or the tensor "input_ids" of a
+ * dump (or its only tensor). */
+static enum qp_status load_ids_tensor(const char *path, struct qp_tensor **t,
+                                      struct qp_error *err)
+{
+    if (qp_str_ends_with(path, ".npy"))
+        return qp_fmt_npy_load(path, "ids", false, t, err);
+    struct qp_dump *d;
+    enum qp_status st = qp_dump_open(path, QP_DUMP_AUTO, &d, err);
+    if (st)
+        return st;
+    long i = qp_dump_find(d, QP_LLAMA_INPUT);
+    if (i < 0 && qp_dump_count(d) == 1)
+        i = 0;
+    st = i < 0 ? qp_fail(err, QP_E_NOTFOUND, "'%s': no tensor '%s' (and more "
+                         "than one tensor)", path, QP_LLAMA_INPUT)
+               : qp_dump_load(d, (size_t)i, t, err);
+    qp_dump_close(d);
+    return st;
+}
+
 enum qp_status qp_llm_read_ids(const char *path, int64_t vocab, int32_t **ids,
                                size_t *n, int64_t *shape, int *ndim,
                                struct qp_error *err)
@@ -75,7 +97,7 @@ enum qp_status qp_llm_read_ids(const char *path, int64_t vocab, int32_t **ids,
     *ids = NULL;
     *n = 0;
     struct qp_tensor *t;
-    enum qp_status st = qp_fmt_npy_load(path, "ids", false, &t, err);
+    enum qp_status st = load_ids_tensor(path, &t, err);
     if (st)
         return st;
     if (t->dtype != QP_DTYPE_I32 && t->dtype != QP_DTYPE_I64)
@@ -183,7 +205,8 @@ enum qp_status qp_llm_add_calib_ids(struct qp_llm *m, const int32_t *ids,
 enum qp_status qp_llm_read_tokens(const struct qp_llm *m, const char *path,
                                   int32_t **ids, size_t *n, struct qp_error *err)
 {
-    if (qp_str_ends_with(path, ".npy"))
+    if (qp_str_ends_with(path, ".npy") || qp_str_ends_with(path, ".safetensors") ||
+        qp_str_ends_with(path, ".npz") || qp_str_ends_with(path, ".h5"))
         return qp_llm_read_ids(path, m->vocab, ids, n, NULL, NULL, err);
     *ids = NULL;
     *n = 0;

@@ -36,7 +36,8 @@ enum qp_status qp_llm_open(const char *dir, struct qp_llm **out,
 void qp_llm_free(struct qp_llm *m);
 
 /* Token ids from an .npy file of int32 or int64 (any shape: read in C
- * order), each checked to lie in [0, vocab). *ids (malloc'd, *n entries)
+ * order), or from a dump's tensor "input_ids" (or its only tensor: a
+ * PyTorch capture's inputs), each checked to lie in [0, vocab). *ids (malloc'd, *n entries)
  * belongs to the caller; shape/ndim (may be NULL) receive the array's
  * shape (rank 1 or 2 only when ndim is asked for). Errors name the file
  * and, for an id outside the vocabulary, its position and value. */
@@ -61,8 +62,8 @@ enum qp_status qp_llm_add_calib_ids(struct qp_llm *m, const int32_t *ids,
                                     size_t n, int64_t ctx, size_t max_seqs,
                                     size_t *added, struct qp_error *err);
 
-/* Token ids from a file: an .npy of ids (qp_llm_read_ids, flattened), or
- * any other file as text through the model's tokenizer (with its special
+/* Token ids from a file: an .npy of ids or a .safetensors/.npz/.h5 dump
+ * (qp_llm_read_ids, flattened), or any other file as text through the model's tokenizer (with its special
  * tokens added, as llama.cpp tokenizes an evaluation text). Errors name
  * the file. */
 enum qp_status qp_llm_read_tokens(const struct qp_llm *m, const char *path,

@@ -110,7 +110,8 @@ static struct qp_splan *plan_for(struct qp_test_ctx *ctx, struct qp_llm *m,
     struct qp_splan *p = NULL;
     if (qp_scheme_parse(scheme, &s, NULL, &err))
         return NULL;
-    struct qp_session_cfg cfg = {mode, &s, NULL, NULL, QP_RQ_TFLITE_DOUBLE, false};
+    struct qp_session_cfg cfg = {.mode = mode, .scheme = &s,
+                                 .flavor = QP_RQ_TFLITE_DOUBLE};
     if (qp_llm_plan(m, &cfg, NULL, 0, 16, 0, NULL, &p, &err))
         qp_test_failf(ctx, __FILE__, __LINE__, "plan %s: %s", scheme, err.msg);
     return p;

@@ -179,8 +179,8 @@ QP_TEST(generate_cache_equals_recomputation)
         struct qp_error err;
         struct qp_splan *p;
         REQUIRE_OK(qp_scheme_parse(schemes[i], &s, NULL, &err), &err);
-        struct qp_session_cfg cfg = {QP_MODE_FAKE, &s, NULL, NULL,
-                                     QP_RQ_TFLITE_DOUBLE, false};
+        struct qp_session_cfg cfg = {.mode = QP_MODE_FAKE, .scheme = &s,
+                                     .flavor = QP_RQ_TFLITE_DOUBLE};
         int32_t calib[8] = {1, 2, 3, 4, 5, 6, 7, 8};
         REQUIRE_OK(qp_llm_plan(m, &cfg, calib, 8, 8, 0, NULL, &p, &err), &err);
         check_generate(ctx, m, p);
