@@ -9,6 +9,7 @@
 #include "analysis/llm-tasks.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/llm-quant.h"
 #include "cli/opt-types.h"
 #include "formats/json.h"
 #include "model/llm.h"
@@ -40,12 +41,11 @@ static const struct qp_cli cli = {
 };
 
 struct eval_args {
-    const char *model, *tokens, *text, *kl_base, *save, *recipe, *calib, *json;
+    const char *model, *tokens, *text, *kl_base, *save, *json;
     const char *choices, *exact;
     int64_t ctx, chunks, batch;
-    enum qp_run_mode mode;
-    struct qp_scheme scheme;
-    bool has_scheme, no_bos, quiet;
+    struct qp_cli_llm_quant q;
+    bool no_bos, quiet;
 };
 
 /* ---- output --------------------------------------------------------------- */
@@ -128,7 +128,7 @@ static int write_json(const struct eval_args *a, const struct results *res)
     if (!root)
         return qp_cli_fail(&(struct qp_error){QP_E_NOMEM, "out of memory"});
     qp_json_add_str(root, "model", a->model);
-    qp_json_add_str(root, "mode", qp_run_mode_name(a->mode));
+    qp_json_add_str(root, "mode", qp_run_mode_name(a->q.mode));
     const struct qp_ppl_result *r = &res->ppl;
     struct qp_json *p = res->has_ppl ? qp_json_add_object(root, "perplexity") : NULL;
     if (p) {
@@ -160,46 +160,6 @@ static int write_json(const struct eval_args *a, const struct results *res)
 
 /* ---- the run ----------------------------------------------------------------- */
 
-/* The plan for the quantized modes (NULL: fp32), calibrated on --calib or
- * the first chunk of the stream. */
-static int make_plan(const struct eval_args *a, struct qp_llm *m,
-                     struct qp_recipe *recipe, const int32_t *ids, size_t n,
-                     struct qp_splan **plan, struct qp_error *err)
-{
-    *plan = NULL;
-    if (a->mode == QP_MODE_FP32)
-        return QP_EXIT_OK;
-    int32_t *calib = NULL;
-    size_t ncal = 0;
-    int64_t ctx = a->ctx ? a->ctx : 512;
-    if (a->calib && qp_llm_read_tokens(m, a->calib, &calib, &ncal, err))
-        return QP_EXIT_FAIL;
-    struct qp_session_cfg cfg = {.mode = a->mode,
-                                 .scheme = a->has_scheme ? &a->scheme : NULL,
-                                 .recipe = recipe, .flavor = QP_RQ_TFLITE_DOUBLE};
-    bool acts = recipe || a->scheme.has_acts;
-    if (acts && !calib && !ids) {
-        free(calib);
-        qp_fail(err, QP_E_INVAL, "quantized activations need --calib (or a "
-                "--tokens/--text stream to calibrate on)");
-        return QP_EXIT_FAIL;
-    }
-    if (acts && !calib)
-        qp_cli_warn("no --calib: activation ranges come from the first chunk of "
-                    "the evaluated tokens");
-    size_t seqs;
-    const int32_t *cs = calib ? calib : acts ? ids : NULL;
-    size_t cn = calib ? ncal : n < (size_t)ctx ? n : (size_t)ctx;
-    enum qp_status st = qp_llm_plan(m, &cfg, cs, cn, ctx, 16, &seqs, plan, err);
-    free(calib);
-    if (st)
-        return QP_EXIT_FAIL;
-    if (!a->quiet && seqs)
-        fprintf(stderr, "calibrated on %zu sequence%s of up to %lld tokens\n", seqs,
-                seqs == 1 ? "" : "s", (long long)ctx);
-    return QP_EXIT_OK;
-}
-
 static void print_task(const char *what, const struct qp_task_result *t, bool norm)
 {
     printf("%s: %zu items, %s %.2f +/- %.2f %%", what, t->items,
@@ -223,8 +183,6 @@ static int eval(const struct eval_args *a)
     const char *stream = a->tokens ? a->tokens : a->text;
     if (qp_llm_open(a->model, &m, &err))
         return qp_cli_fail(&err);
-    if (a->recipe && qp_recipe_load(a->recipe, &recipe, &err))
-        goto fail;
     if (stream && qp_llm_read_tokens(m, stream, &ids, &n, &err))
         goto fail;
     int64_t ctx = a->ctx ? a->ctx : 512;
@@ -232,10 +190,11 @@ static int eval(const struct eval_args *a)
         qp_cli_warn("a context of %lld tokens is longer than the model's %lld "
                     "(max_position_embeddings)", (long long)ctx,
                     (long long)m->cfg.max_pos);
-    if (make_plan(a, m, recipe, ids, n, &plan, &err))
+    if (qp_cli_llm_plan(&a->q, m, ids, n, ctx, "the first chunk of the evaluated "
+                        "tokens", a->quiet, &recipe, &plan, &err))
         goto fail;
     struct qp_progress prog = qp_cli_progress(a->quiet);
-    const char *mode = qp_run_mode_name(a->mode);
+    const char *mode = qp_run_mode_name(a->q.mode);
     if (stream) {
         struct qp_ppl_opts po = {a->ctx, a->chunks, a->batch,
                                  a->no_bos ? -1 : qp_llm_bos(m), a->kl_base,
@@ -302,14 +261,7 @@ int cmd_eval(int argc, char **argv)
                     "--kl-divergence-base format) to compare with", &a.kl_base),
         QP_OPT_STR_("save-logits", 0, "FILE", "write this run's logits as a base "
                     "file", &a.save),
-        QP_OPT_PARSE_("mode", 'm', "MODE", "fp32 (default), fake or int", &a.mode,
-                      qp_opt_mode),
-        QP_OPT_PARSE_("scheme", 's', "S", "quantization scheme, e.g. w4g128 or "
-                      "w8c+a8d", &a.scheme, qp_opt_scheme),
-        QP_OPT_STR_("recipe", 'r', "FILE", "per-layer recipe JSON", &a.recipe),
-        QP_OPT_STR_("calib", 0, "FILE", "calibration tokens (.npy ids or text) "
-                    "for static activation ranges, split into sequences of --ctx",
-                    &a.calib),
+        QP_CLI_LLM_QUANT_OPTS(a.q),
         QP_OPT_FLAG_("no-bos", 0, "do not put BOS at the start of each chunk",
                      &a.no_bos),
         QP_OPT_STR_("choices", 0, "FILE.jsonl", "multiple-choice items to score",
@@ -324,8 +276,7 @@ int cmd_eval(int argc, char **argv)
     qp_cli_exclusive(opts, "scheme", "recipe");
     qp_cli_exclusive(opts, "tokens", "text");
     int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
-    a.has_scheme = qp_cli_given(opts, "scheme");
-    if (rc != QP_CLI_GO)
+    if (rc != QP_CLI_GO || (rc = qp_cli_llm_quant_check(&cli, opts, &a.q)) != QP_CLI_GO)
         return rc;
     if (!a.tokens && !a.text && !a.choices && !a.exact)
         return qp_cli_usage(&cli, "give --tokens or --text (and/or --choices, "
@@ -333,12 +284,6 @@ int cmd_eval(int argc, char **argv)
     if (!a.tokens && !a.text && (a.kl_base || a.save))
         return qp_cli_usage(&cli, "--kl-base and --save-logits need --tokens or "
                             "--text");
-    if (a.mode == QP_MODE_FP32 && (a.has_scheme || a.recipe || a.calib))
-        return qp_cli_usage(&cli, "--scheme, --recipe and --calib need --mode "
-                            "fake or int");
-    if (a.mode != QP_MODE_FP32 && !a.has_scheme && !a.recipe)
-        return qp_cli_usage(&cli, "--mode %s needs --scheme or --recipe",
-                            qp_run_mode_name(a.mode));
     a.model = argv[first];
     return eval(&a);
 }

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/llm-quant.h"
 #include "cli/opt-types.h"
 #include "model/llm-generate.h"
 #include "quant/recipe.h"
@@ -24,11 +25,10 @@ static const struct qp_cli cli = {
 };
 
 struct gen_args {
-    const char *model, *prompt, *prompt_ids, *recipe, *calib;
+    const char *model, *prompt, *prompt_ids;
     int64_t n;
-    enum qp_run_mode mode;
-    struct qp_scheme scheme;
-    bool has_scheme, print_ids, quiet;
+    struct qp_cli_llm_quant q;
+    bool print_ids, quiet;
 };
 
 struct printer {
@@ -73,33 +73,20 @@ static int generate(const struct gen_args *a)
     struct qp_llm *m = NULL;
     struct qp_recipe *recipe = NULL;
     struct qp_splan *plan = NULL;
-    int32_t *prompt = NULL, *calib = NULL, *out = NULL;
-    size_t np = 0, ncal = 0, nout;
+    int32_t *prompt = NULL, *out = NULL;
+    size_t np = 0, nout;
     int rc = QP_EXIT_FAIL;
     if (qp_llm_open(a->model, &m, &err))
         return qp_cli_fail(&err);
     struct printer pr = {m, a->print_ids, NULL, 0, 0};
-    if (a->recipe && qp_recipe_load(a->recipe, &recipe, &err))
-        goto fail;
     if (a->prompt_ids ? qp_llm_read_ids(a->prompt_ids, m->vocab, &prompt, &np,
                                         NULL, NULL, &err)
                       : qp_llm_encode(m, a->prompt, strlen(a->prompt), true,
                                       &prompt, &np, &err))
         goto fail;
-    if (a->calib && qp_llm_read_tokens(m, a->calib, &calib, &ncal, &err))
+    if (qp_cli_llm_plan(&a->q, m, prompt, np, 512, "the prompt", a->quiet, &recipe,
+                        &plan, &err))
         goto fail;
-    if (a->mode != QP_MODE_FP32) {
-        struct qp_session_cfg cfg = {.mode = a->mode,
-                                     .scheme = a->has_scheme ? &a->scheme : NULL,
-                                     .recipe = recipe,
-                                     .flavor = QP_RQ_TFLITE_DOUBLE};
-        bool acts = recipe || a->scheme.has_acts;
-        if (acts && !calib)
-            qp_cli_warn("no --calib: activation ranges come from the prompt");
-        if (qp_llm_plan(m, &cfg, calib ? calib : acts ? prompt : NULL,
-                        calib ? ncal : np, 512, 16, NULL, &plan, &err))
-            goto fail;
-    }
     pr.ids = a->print_ids || a->prompt_ids;
     for (size_t i = 0; pr.ids && i < np; i++)
         printf("%s%d", i ? " " : "", prompt[i]);
@@ -116,7 +103,7 @@ static int generate(const struct gen_args *a)
     printf("\n");
     if (!a->quiet)
         fprintf(stderr, "%s: %s, %zu prompt tokens in %.2f s, %zu generated in "
-                "%.2f s (%.1f tokens/s)\n", a->model, qp_run_mode_name(a->mode),
+                "%.2f s (%.1f tokens/s)\n", a->model, qp_run_mode_name(a->q.mode),
                 gs.prompt_tokens, gs.prefill_seconds, gs.new_tokens,
                 gs.decode_seconds, gs.new_tokens > 1 && gs.decode_seconds > 0
                     ? (double)(gs.new_tokens - 1) / gs.decode_seconds : 0.0);
@@ -128,7 +115,6 @@ done:
     free(pr.held);
     free(out);
     free(prompt);
-    free(calib);
     qp_splan_free(plan);
     qp_recipe_free(recipe);
     qp_llm_free(m);
@@ -144,13 +130,7 @@ int cmd_generate(int argc, char **argv)
                     &a.prompt_ids),
         QP_OPT_INT_("tokens", 'n', "N", "generate at most N tokens (default 32)",
                     &a.n, 1, 1 << 20),
-        QP_OPT_PARSE_("mode", 'm', "MODE", "fp32 (default), fake or int", &a.mode,
-                      qp_opt_mode),
-        QP_OPT_PARSE_("scheme", 's', "S", "quantization scheme, e.g. w4g128",
-                      &a.scheme, qp_opt_scheme),
-        QP_OPT_STR_("recipe", 'r', "FILE", "per-layer recipe JSON", &a.recipe),
-        QP_OPT_STR_("calib", 0, "FILE", "calibration tokens (.npy ids or text) for "
-                    "static activation ranges", &a.calib),
+        QP_CLI_LLM_QUANT_OPTS(a.q),
         QP_OPT_FLAG_("print-ids", 0, "print token ids instead of text",
                      &a.print_ids),
         QP_OPT_FLAG_("quiet", 'q', "no timing line on stderr", &a.quiet),
@@ -159,17 +139,10 @@ int cmd_generate(int argc, char **argv)
     qp_cli_exclusive(opts, "scheme", "recipe");
     qp_cli_exclusive(opts, "prompt", "prompt-ids");
     int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
-    a.has_scheme = qp_cli_given(opts, "scheme");
-    if (rc != QP_CLI_GO)
+    if (rc != QP_CLI_GO || (rc = qp_cli_llm_quant_check(&cli, opts, &a.q)) != QP_CLI_GO)
         return rc;
     if (!a.prompt && !a.prompt_ids)
         return qp_cli_usage(&cli, "--prompt or --prompt-ids is required");
-    if (a.mode == QP_MODE_FP32 && (a.has_scheme || a.recipe || a.calib))
-        return qp_cli_usage(&cli, "--scheme, --recipe and --calib need --mode "
-                            "fake or int");
-    if (a.mode != QP_MODE_FP32 && !a.has_scheme && !a.recipe)
-        return qp_cli_usage(&cli, "--mode %s needs --scheme or --recipe",
-                            qp_run_mode_name(a.mode));
     a.model = argv[first];
     return generate(&a);
 }
