@@ -295,8 +295,8 @@ int cmd_run(int argc, char **argv)
     if (rc != QP_CLI_GO)
         ;
     else if (!a.inputs.n && !a.tokens)
-        rc = qp_cli_usage(&cli, "--input (or --tokens for a model folder) is "
-                          "required");
+        rc = qp_cli_usage(&cli, "--input is required (--tokens for a model "
+                          "folder)");
     else if (a.mode == QP_MODE_FP32 && (a.has_scheme || a.recipe || a.calib ||
                                         a.has_flavor))
         rc = qp_cli_usage(&cli, "--scheme, --recipe, --calib and --requant need "

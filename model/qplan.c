@@ -224,10 +224,16 @@ static enum qp_round flavor_round(enum qp_rq_flavor f)
 static enum qp_status check_weight_only(const struct qp_qplan *p,
                                         struct qp_error *err)
 {
-    for (int i = 0; i < p->g->n_nodes; i++)
+    int taken = 0;
+    for (int i = 0; i < p->g->n_nodes; i++) {
         if (p->n[i].wq && !(p->g->nodes[i].def->traits & QP_TRAIT_QWEIGHT))
-            return qp_fail(err, QP_E_UNSUPPORTED, "int mode needs activations "
-                           "in the scheme (e.g. w8c+a8t)");
+            taken = -1;
+        else if (p->n[i].wq && taken >= 0)
+            taken++;
+    }
+    if (taken <= 0)
+        return qp_fail(err, QP_E_UNSUPPORTED, "int mode needs activations in the "
+                       "scheme (e.g. w8c+a8t)");
     return QP_OK;
 }
 
