@@ -4,6 +4,7 @@
 #include "analysis/kld.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -289,6 +290,30 @@ static int32_t rd32(const unsigned char *p)
     return s;
 }
 
+enum qp_status qp_kld_file_check(struct qp_kld_file *f, const unsigned char *buf,
+                                 size_t len, const char *what,
+                                 struct qp_error *err)
+{
+    size_t total = 0;
+    if (len < HEADER_BYTES || memcmp(buf, "_logits_", 8))
+        return qp_fail(err, QP_E_FORMAT, "%s: not a llama.cpp "
+                       "--kl-divergence-base file (no \"_logits_\" header)", what);
+    f->n_ctx = rd32(buf + 8);
+    f->n_vocab = rd32(buf + 12);
+    f->n_chunk = rd32(buf + 16);
+    if (f->n_ctx < 2 || f->n_vocab < 1 || f->n_chunk < 0)
+        return qp_fail(err, QP_E_FORMAT, "%s: header says n_ctx %d, n_vocab %d, "
+                       "n_chunk %d", what, f->n_ctx, f->n_vocab, f->n_chunk);
+    if (file_size(f->n_ctx, f->n_vocab, f->n_chunk, &total) || total != len)
+        return qp_fail(err, QP_E_FORMAT, "%s: %zu bytes, but n_ctx %d, n_vocab %d "
+                       "and n_chunk %d make %zu", what, len, f->n_ctx, f->n_vocab,
+                       f->n_chunk, total);
+    f->data = buf;
+    f->tokens = (const int32_t *)(buf + HEADER_BYTES);
+    f->data_off = HEADER_BYTES + (size_t)f->n_ctx * (size_t)f->n_chunk * 4;
+    return QP_OK;
+}
+
 enum qp_status qp_kld_file_open(const char *path, struct qp_kld_file **out,
                                 struct qp_error *err)
 {
@@ -303,29 +328,12 @@ enum qp_status qp_kld_file_open(const char *path, struct qp_kld_file **out,
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     }
     f->map = m;
-    size_t total = 0;
-    if (m->size < HEADER_BYTES || memcmp(m->data, "_logits_", 8))
-        st = qp_fail(err, QP_E_FORMAT, "'%s': not a llama.cpp "
-                     "--kl-divergence-base file (no \"_logits_\" header)", path);
-    if (!st) {
-        f->n_ctx = rd32(m->data + 8);
-        f->n_vocab = rd32(m->data + 12);
-        f->n_chunk = rd32(m->data + 16);
-        if (f->n_ctx < 2 || f->n_vocab < 1 || f->n_chunk < 0)
-            st = qp_fail(err, QP_E_FORMAT, "'%s': header says n_ctx %d, n_vocab "
-                         "%d, n_chunk %d", path, f->n_ctx, f->n_vocab, f->n_chunk);
-    }
-    if (!st && (file_size(f->n_ctx, f->n_vocab, f->n_chunk, &total) ||
-                total != m->size))
-        st = qp_fail(err, QP_E_FORMAT, "'%s': %zu bytes, but n_ctx %d, n_vocab %d "
-                     "and n_chunk %d make %zu", path, m->size, f->n_ctx,
-                     f->n_vocab, f->n_chunk, total);
-    if (st) {
+    char what[4200];
+    snprintf(what, sizeof what, "'%s'", path);
+    if ((st = qp_kld_file_check(f, m->data, m->size, what, err))) {
         qp_kld_file_close(f);
         return st;
     }
-    f->tokens = (const int32_t *)(m->data + HEADER_BYTES);
-    f->data_off = HEADER_BYTES + (size_t)f->n_ctx * (size_t)f->n_chunk * 4;
     *out = f;
     return QP_OK;
 }
@@ -342,7 +350,7 @@ const uint16_t *qp_kld_file_row(const struct qp_kld_file *f, int c, int r)
 {
     size_t nv = qp_kld_row_u16(f->n_vocab);
     size_t row = (size_t)c * (size_t)qp_kld_rows(f->n_ctx) + (size_t)r;
-    return (const uint16_t *)(f->map->data + f->data_off + row * nv * 2);
+    return (const uint16_t *)(f->data + f->data_off + row * nv * 2);
 }
 
 static enum qp_status write_all(struct qp_kld_writer *w, const void *p, size_t n,

@@ -112,14 +112,21 @@ extern const char *const qp_dp_pct_names[13];
 
 struct qp_kld_file {
     struct qp_mmap *map;
+    const unsigned char *data; /* the file's bytes (the mapping's) */
     int n_ctx, n_vocab, n_chunk;
     const int32_t *tokens;    /* [n_chunk * n_ctx] (in the mapping) */
     size_t data_off;          /* file offset of chunk 0's rows */
 };
 
-/* Maps and checks path: magic, header values (n_ctx >= 2, n_vocab >= 1,
- * n_chunk >= 0) and a size of exactly what they imply. QP_E_FORMAT names
- * the file and what is wrong. *out belongs to the caller
+/* Checks a file image buf[len] named `what` ("'path'") in messages:
+ * magic, header values (n_ctx >= 2, n_vocab >= 1, n_chunk >= 0) and a size
+ * of exactly what they imply; fills f's sizes and pointers into buf (map
+ * left as it is). QP_E_FORMAT names the file and what is wrong. */
+enum qp_status qp_kld_file_check(struct qp_kld_file *f, const unsigned char *buf,
+                                 size_t len, const char *what,
+                                 struct qp_error *err);
+
+/* Maps path and checks it (qp_kld_file_check). *out belongs to the caller
  * (qp_kld_file_close). */
 enum qp_status qp_kld_file_open(const char *path, struct qp_kld_file **out,
                                 struct qp_error *err);
