@@ -17,5 +17,6 @@ int cmd_kernel(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 #endif
