@@ -148,6 +148,16 @@ static double log_prob(const float *row, size_t v, int32_t tok)
     return (double)row[tok] - mx - log(s);
 }
 
+void qp_task_result_release(struct qp_task_result *r)
+{
+    for (size_t i = 0; r->item && i < r->items; i++) {
+        free(r->item[i].logprob);
+        free(r->item[i].text);
+    }
+    free(r->item);
+    memset(r, 0, sizeof *r);
+}
+
 /* ---- multiple choice --------------------------------------------------------------- */
 
 struct mc {
@@ -178,8 +188,8 @@ static enum qp_status score_choice(struct mc *c, const int32_t *cont, size_t n,
 }
 
 static enum qp_status mc_item(struct mc *c, const struct qp_json *o,
-                              const char *where, int *pred, int *pred_norm,
-                              int64_t *label, struct qp_error *err)
+                              const char *where, struct qp_task_item *it,
+                              struct qp_error *err)
 {
     int32_t *ctx = NULL;
     size_t nc, bytes;
@@ -195,7 +205,10 @@ static enum qp_status mc_item(struct mc *c, const struct qp_json *o,
         return qp_fail(err, QP_E_FORMAT, "%s: '%s' must list at least two choices "
                        "and 'label' index one of them", where,
                        cids ? "choices_ids" : "choices");
-    *label = (int64_t)lab;
+    it->label = (int)lab;
+    it->n_choices = nch;
+    if (!(it->logprob = calloc(nch, sizeof *it->logprob)))
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
     enum qp_status st = field(c->m, o, "context", true, where, &ctx, &nc, &bytes, err);
     qp_kv_cache_truncate(c->kv, 0);
     struct qp_tensor *logits = NULL;
@@ -227,13 +240,12 @@ static enum qp_status mc_item(struct mc *c, const struct qp_json *o,
         if (!st)
             st = score_choice(c, cont, nt, (int64_t)nc, &lp, err);
         double norm = lp / (double)(s ? strlen(s) : nt);
-        if (!st && lp > best) {
-            best = lp;
-            *pred = (int)i;
-        }
-        if (!st && norm > best_norm) {
-            best_norm = norm;
-            *pred_norm = (int)i;
+        if (!st) {
+            it->logprob[i] = lp;
+            if (lp > best)
+                best = lp, it->pred = (int)i;
+            if (norm > best_norm)
+                best_norm = norm, it->pred_norm = (int)i;
         }
         free(cont);
     }
@@ -255,15 +267,18 @@ enum qp_status qp_llm_choices(struct qp_llm *m, const struct qp_splan *plan,
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     if (!st)
         st = qp_kv_cache_new((int)m->cfg.n_layers, &c.kv, err);
+    if (!st && !(r->item = calloc(j.n, sizeof *r->item)))
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
     double t0 = now_seconds();
     for (size_t i = 0; !st && i < j.n; i++) {
         char where[4200];
         snprintf(where, sizeof where, "'%s' line %zu", path, j.line[i]);
-        int pred = -1, pred_norm = -1;
-        int64_t label = -1;
-        st = mc_item(&c, j.items[i], where, &pred, &pred_norm, &label, err);
-        r->correct += !st && pred == label;
-        r->correct_norm += !st && pred_norm == label;
+        struct qp_task_item *it = &r->item[i];
+        it->line = j.line[i];
+        it->pred = it->pred_norm = -1;
+        st = mc_item(&c, j.items[i], where, it, err);
+        r->correct += !st && it->pred == it->label;
+        r->correct_norm += !st && it->pred_norm == it->label;
         qp_progress_report(progress, "choices", i + 1, j.n);
     }
     r->seconds = now_seconds() - t0;
@@ -273,14 +288,16 @@ enum qp_status qp_llm_choices(struct qp_llm *m, const struct qp_splan *plan,
     qp_kv_cache_free(c.kv);
     free(c.last);
     jsonl_free(&j);
+    if (st)
+        qp_task_result_release(r);
     return st;
 }
 
 /* ---- exact match -------------------------------------------------------------------- */
 
 static enum qp_status em_item(struct qp_llm *m, const struct qp_splan *plan,
-                              const struct qp_json *o, const char *where, bool *hit,
-                              struct qp_error *err)
+                              const struct qp_json *o, const char *where,
+                              struct qp_task_item *it, struct qp_error *err)
 {
     int32_t *prompt = NULL, *answer = NULL, *gen = NULL;
     size_t np, na = 0, ng, pb, ab;
@@ -291,6 +308,13 @@ static enum qp_status em_item(struct qp_llm *m, const struct qp_splan *plan,
         st = field(m, o, "answer", false, where, &answer, &na, &ab, err);
     if (!st && !na)
         st = qp_fail(err, QP_E_FORMAT, "%s: the answer encodes to no token", where);
+    double nt;
+    if (!st && qp_json_num(qp_json_get(o, "n_tokens"), &nt) &&
+        (nt != floor(nt) || nt < 1 || nt > 1e6))
+        st = qp_fail(err, QP_E_FORMAT, "%s: 'n_tokens' must be a whole number in "
+                     "[1, 1e6]", where);
+    else if (!st && qp_json_get(o, "n_tokens"))
+        na = (size_t)nt;
     struct qp_gen_opts go = {na, qp_llm_eos(m), false, NULL, NULL, NULL};
     if (!st)
         st = qp_llm_generate(m, plan, prompt, np, &go, &gen, &ng, NULL, err);
@@ -298,13 +322,18 @@ static enum qp_status em_item(struct qp_llm *m, const struct qp_splan *plan,
         ng--; /* the stop is not part of the answer */
     const char *want;
     bool ids = qp_json_get(o, "answer_ids") != NULL;
+    it->n_generated = ng;
     if (!st && ids) {
-        *hit = ng == na && !memcmp(gen, answer, na * sizeof *gen);
+        size_t nw;
+        int32_t *w = NULL;
+        st = json_ids(qp_json_get(o, "answer_ids"), m->vocab, where, &w, &nw, err);
+        it->hit = !st && ng == nw && !memcmp(gen, w, nw * sizeof *gen);
+        free(w);
     } else if (!st && !(st = qp_llm_decode(m, gen, ng, &text, &tl, err))) {
         qp_json_str(qp_json_get(o, "answer"), &want);
-        *hit = tl == strlen(want) && !memcmp(text, want, tl);
+        it->hit = tl == strlen(want) && !memcmp(text, want, tl);
+        it->text = text;
     }
-    free(text);
     free(prompt);
     free(answer);
     free(gen);
@@ -321,18 +350,22 @@ enum qp_status qp_llm_exact_match(struct qp_llm *m, const struct qp_splan *plan,
     enum qp_status st = jsonl_load(path, &j, err);
     if (st)
         return st;
+    if (!(r->item = calloc(j.n, sizeof *r->item)))
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
     double t0 = now_seconds();
     for (size_t i = 0; !st && i < j.n; i++) {
         char where[4200];
         snprintf(where, sizeof where, "'%s' line %zu", path, j.line[i]);
-        bool hit = false;
-        st = em_item(m, plan, j.items[i], where, &hit, err);
-        r->correct += hit;
+        r->item[i].line = j.line[i];
+        st = em_item(m, plan, j.items[i], where, &r->item[i], err);
+        r->correct += r->item[i].hit;
         qp_progress_report(progress, "exact-match", i + 1, j.n);
     }
     r->items = j.n;
     r->seconds = now_seconds() - t0;
     binomial(r->correct, r->items, &r->acc, &r->acc_unc);
     jsonl_free(&j);
+    if (st)
+        qp_task_result_release(r);
     return st;
 }

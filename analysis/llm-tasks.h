@@ -12,9 +12,10 @@
  *
  * Exact match (JSONL):
  *   {"prompt": "...", "answer": "..."}
- * Greedy generation (KV cache) after the prompt (with BOS) of as many
- * tokens as the answer's encoding has, stopping at EOS; a match when the
- * decoded text equals the answer byte for byte.
+ * Greedy generation (KV cache) after the prompt (with BOS) of "n_tokens"
+ * tokens when the item gives them, else as many as the answer's encoding
+ * has, stopping at EOS; a match when the decoded text equals the answer
+ * byte for byte.
  *
  * Items may carry their tokens instead ("context_ids", "choices_ids" as a
  * list of id lists; "prompt_ids", "answer_ids"): then no tokenizer is
@@ -29,16 +30,34 @@
 #include "core/progress.h"
 #include "model/llm.h"
 
+/* One item's outcome. */
+struct qp_task_item {
+    size_t line;            /* in the file */
+    /* multiple choice */
+    int label, pred, pred_norm;
+    size_t n_choices;
+    double *logprob;        /* [n_choices], owned */
+    /* exact match */
+    bool hit;
+    size_t n_generated;
+    char *text;             /* the decoded generation (owned; NULL for
+                               items given as ids) */
+};
+
 struct qp_task_result {
     size_t items;
     size_t correct, correct_norm; /* multiple choice: acc and acc_norm hits */
     double acc, acc_unc, acc_norm, acc_norm_unc;
     double seconds;
+    struct qp_task_item *item;    /* [items], owned: qp_task_result_release */
 };
 
-/* Scores every item of the multiple-choice file path. Errors name the
- * file and line (malformed JSON, a missing or ill-typed field, a label out
- * of range, an empty choice). */
+void qp_task_result_release(struct qp_task_result *r);
+
+/* Scores every item of the multiple-choice file path; on success r (and
+ * its items) belongs to the caller (qp_task_result_release), on failure
+ * nothing is left in it. Errors name the file and line (malformed JSON, a
+ * missing or ill-typed field, a label out of range, an empty choice). */
 enum qp_status qp_llm_choices(struct qp_llm *m, const struct qp_splan *plan,
                               const char *path, const struct qp_progress *progress,
                               struct qp_task_result *r, struct qp_error *err);

@@ -105,6 +105,31 @@ struct results {
     struct qp_task_result mc, em;
 };
 
+static void items_json(struct qp_json *o, const struct qp_task_result *t, bool mc)
+{
+    struct qp_json *list = qp_json_add_array(o, "per_item");
+    for (size_t i = 0; list && i < t->items; i++) {
+        const struct qp_task_item *it = &t->item[i];
+        struct qp_json *e = qp_json_add_object(list, NULL);
+        if (!e)
+            return;
+        qp_json_add_num(e, "line", (double)it->line);
+        if (!mc) {
+            qp_json_add_bool(e, "match", it->hit);
+            qp_json_add_num(e, "generated_tokens", (double)it->n_generated);
+            if (it->text)
+                qp_json_add_str(e, "text", it->text);
+            continue;
+        }
+        qp_json_add_num(e, "label", it->label);
+        qp_json_add_num(e, "pred", it->pred);
+        qp_json_add_num(e, "pred_norm", it->pred_norm);
+        struct qp_json *lp = qp_json_add_array(e, "logprob");
+        for (size_t c = 0; lp && c < it->n_choices; c++)
+            qp_json_add_num(lp, NULL, it->logprob[c]);
+    }
+}
+
 static void task_json(struct qp_json *root, const char *key,
                       const struct qp_task_result *t, bool norm)
 {
@@ -119,6 +144,7 @@ static void task_json(struct qp_json *root, const char *key,
         qp_json_add_num(o, "acc_norm_unc", t->acc_norm_unc);
     }
     qp_json_add_num(o, "seconds", t->seconds);
+    items_json(o, t, norm);
 }
 
 static int write_json(const struct eval_args *a, const struct results *res)
@@ -183,7 +209,9 @@ static int eval(const struct eval_args *a)
     const char *stream = a->tokens ? a->tokens : a->text;
     if (qp_llm_open(a->model, &m, &err))
         return qp_cli_fail(&err);
-    if (stream && qp_llm_read_tokens(m, stream, &ids, &n, &err))
+    if (stream && (a->tokens ? qp_llm_read_ids(a->tokens, m->vocab, &ids, &n, NULL,
+                                               NULL, &err)
+                             : qp_llm_read_text(m, a->text, &ids, &n, &err)))
         goto fail;
     int64_t ctx = a->ctx ? a->ctx : 512;
     if (stream && m->cfg.max_pos && ctx > m->cfg.max_pos)
@@ -237,6 +265,8 @@ static int eval(const struct eval_args *a)
 fail:
     qp_cli_fail(&err);
 done:
+    qp_task_result_release(&res.mc);
+    qp_task_result_release(&res.em);
     qp_splan_free(plan);
     qp_recipe_free(recipe);
     free(ids);
@@ -248,7 +278,8 @@ int cmd_eval(int argc, char **argv)
 {
     struct eval_args a = {0};
     struct qp_cli_opt opts[] = {
-        QP_OPT_STR_("tokens", 0, "IDS", "the token stream: ids (.npy)", &a.tokens),
+        QP_OPT_STR_("tokens", 0, "IDS", "the token stream: ids (.npy, or a dump's "
+                    "input_ids)", &a.tokens),
         QP_OPT_STR_("text", 0, "FILE", "the token stream: text, tokenized with the "
                     "model's tokenizer (BOS added when it adds one)", &a.text),
         QP_OPT_INT_("ctx", 'c', "N", "tokens per chunk (default 512, or the "

@@ -42,15 +42,16 @@ static const struct qp_cli cli = {
     "into it (its output keeps the BN's name)\nunless --keep-batchnorm. "
     "Without --dump, the outputs are summarised on stdout.\n"
     "A model folder (config.json + safetensors: Llama, Mistral, Qwen2, "
-    "SmolLM) runs on\n--tokens ids.npy ([T] or [B, T] int32/int64); values "
+    "SmolLM) runs on\n--tokens ids.npy ([T] or [B, T] int32/int64) or --text "
+    "FILE; values "
     "carry Hugging Face's module\nnames (model.layers.N.mlp.down_proj, "
-    "lm_head, ...), [T, F] or [B, T, F]; --calib\ntakes token ids too, "
+    "lm_head, ...), [T, F] or [B, T, F]; --calib\ntakes token ids or text, "
     "split into sequences of 512.",
     1, 1, "one MODEL",
 };
 
 struct run_args {
-    const char *model, *dump, *capture, *recipe, *calib, *local, *tokens;
+    const char *model, *dump, *capture, *recipe, *calib, *local, *tokens, *text;
     enum qp_dump_format format;
     enum qp_run_mode mode;
     struct qp_scheme scheme;
@@ -103,7 +104,7 @@ static int make_plan(const struct run_args *a, struct qp_session *s,
     if (a->calib && llm) {
         int32_t *ids;
         size_t n;
-        st = qp_llm_read_ids(a->calib, llm->vocab, &ids, &n, NULL, NULL, &err);
+        st = qp_llm_read_tokens(llm, a->calib, &ids, &n, &err);
         if (!st) {
             st = qp_llm_add_calib_ids(llm, ids, n, 512, 0, &runs, &err);
             free(ids);
@@ -179,16 +180,18 @@ static int run(const struct run_args *a)
         goto done;
     if (a->local && qp_dump_open(a->local, QP_DUMP_AUTO, &local, &err))
         goto done;
-    if (llm && !a->tokens) {
-        rc = qp_cli_usage(&cli, "'%s' is a model folder: give --tokens", a->model);
+    if (llm && !a->tokens && !a->text) {
+        rc = qp_cli_usage(&cli, "'%s' is a model folder: give --tokens or --text",
+                          a->model);
         goto done_quiet;
     }
-    if (!llm && a->tokens) {
-        rc = qp_cli_usage(&cli, "--tokens is for model folders; '%s' takes "
-                          "--input", a->model);
+    if (!llm && (a->tokens || a->text)) {
+        rc = qp_cli_usage(&cli, "--tokens and --text are for model folders; '%s' "
+                          "takes --input", a->model);
         goto done_quiet;
     }
-    if (llm ? qp_llm_load_feed(llm, a->tokens, &feed, &err)
+    if (llm ? (a->text ? qp_llm_text_feed(llm, a->text, &feed, &err)
+                       : qp_llm_load_feed(llm, a->tokens, &feed, &err))
             : qp_session_load_inputs(s, a->inputs.v, (int)a->inputs.n, &feed,
                                      &err))
         goto done;
@@ -257,6 +260,8 @@ int cmd_run(int argc, char **argv)
                      "axis 0)", &a.inputs),
         QP_OPT_STR_("tokens", 0, "IDS", "token ids for a model folder: .npy [T] "
                     "or [B, T], or a dump's input_ids", &a.tokens),
+        QP_OPT_STR_("text", 0, "FILE", "text for a model folder, tokenized with its "
+                    "tokenizer (BOS added when it adds one)", &a.text),
         QP_OPT_STR_("dump", 'o', "OUT", "write every captured tensor to OUT "
                     "(.h5, .npz, .safetensors, or a directory of .npy files)",
                     &a.dump),
@@ -289,12 +294,14 @@ int cmd_run(int argc, char **argv)
     };
     qp_cli_exclusive(opts, "scheme", "recipe");
     qp_cli_exclusive(opts, "input", "tokens");
+    qp_cli_exclusive(opts, "input", "text");
+    qp_cli_exclusive(opts, "tokens", "text");
     int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
     a.has_scheme = qp_cli_given(opts, "scheme");
     a.has_flavor = qp_cli_given(opts, "requant");
     if (rc != QP_CLI_GO)
         ;
-    else if (!a.inputs.n && !a.tokens)
+    else if (!a.inputs.n && !a.tokens && !a.text)
         rc = qp_cli_usage(&cli, "--input is required (--tokens for a model "
                           "folder)");
     else if (a.mode == QP_MODE_FP32 && (a.has_scheme || a.recipe || a.calib ||

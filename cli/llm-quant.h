@@ -29,8 +29,8 @@ struct qp_cli_llm_quant {
                   "w8c+a8d", &(q).scheme, qp_opt_scheme),                         \
     QP_OPT_STR_("recipe", 'r', "FILE", "per-layer recipe JSON", &(q).recipe),     \
     QP_OPT_STR_("calib", 0, "FILE", "calibration tokens (.npy ids, a dump's "     \
-                "input_ids, or text) for static activation ranges, in "           \
-                "sequences of up to 512", &(q).calib)
+                "input_ids, or text) for static activation ranges: at most 16 "   \
+                "sequences of the context length", &(q).calib)
 
 /* After qp_cli_parse: records --scheme, refuses inconsistent options
  * (exit 2, the usage message printed); QP_CLI_GO when they are fine. */

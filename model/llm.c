@@ -3,11 +3,13 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/fileio.h"
 #include "formats/dump.h"
 #include "formats/npy.h"
+#include "formats/tokenizer.h"
 #include "model/llama-import.h"
 
 /* Bytes of the mapped weights of g (each mapping counted once). */
@@ -49,6 +51,17 @@ enum qp_status qp_llm_open(const char *dir, struct qp_llm **out,
         qp_llm_free(m);
         return st;
     }
+    char *tj = qp_path_join(dir, "tokenizer.json");
+    struct stat sb;
+    if (!tj)
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
+    else if (stat(tj, &sb) == 0)
+        st = qp_tokenizer_load(dir, &m->tok, err);
+    free(tj);
+    if (st) {
+        qp_llm_free(m);
+        return st;
+    }
     g = (struct qp_graph *)qp_session_graph(m->s);
     m->vocab = g->values[qp_graph_find(g, "model.embed_tokens.weight")].konst->shape[0];
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -63,6 +76,7 @@ void qp_llm_free(struct qp_llm *m)
     if (!m)
         return;
     qp_session_free(m->s);
+    qp_tokenizer_free(m->tok);
     free(m->dir);
     free(m);
 }
@@ -208,44 +222,92 @@ enum qp_status qp_llm_read_tokens(const struct qp_llm *m, const char *path,
     if (qp_str_ends_with(path, ".npy") || qp_str_ends_with(path, ".safetensors") ||
         qp_str_ends_with(path, ".npz") || qp_str_ends_with(path, ".h5"))
         return qp_llm_read_ids(path, m->vocab, ids, n, NULL, NULL, err);
+    return qp_llm_read_text(m, path, ids, n, err);
+}
+
+enum qp_status qp_llm_read_text(const struct qp_llm *m, const char *path,
+                                int32_t **ids, size_t *n, struct qp_error *err)
+{
     *ids = NULL;
     *n = 0;
-    return qp_fail(err, QP_E_UNSUPPORTED, "'%s': text needs the tokenizer, which "
-                   "this build does not have; give token ids (.npy)", path);
+    char *text;
+    size_t len;
+    enum qp_status st = qp_read_file(path, (size_t)1 << 31, &text, &len, err);
+    if (st)
+        return st;
+    st = qp_llm_encode(m, text, len, true, ids, n, err);
+    free(text);
+    if (!st && !*n)
+        st = qp_fail(err, QP_E_INVAL, "no tokens");
+    return st ? qp_error_prefix(err, "'%s': ", path) : QP_OK;
+}
+
+enum qp_status qp_llm_text_feed(const struct qp_llm *m, const char *path,
+                                struct qp_tensor ***feed, struct qp_error *err)
+{
+    int32_t *ids;
+    size_t n;
+    *feed = calloc(1, sizeof **feed);
+    if (!*feed)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    enum qp_status st = qp_llm_read_text(m, path, &ids, &n, err);
+    if (!st) {
+        st = qp_llm_feed(ids, 0, (int64_t)n, &(*feed)[0], err);
+        free(ids);
+    }
+    if (st) {
+        free(*feed);
+        *feed = NULL;
+    }
+    return st;
 }
 
 enum qp_status qp_llm_encode(const struct qp_llm *m, const char *text,
                              size_t len, bool add_special, int32_t **ids,
                              size_t *n, struct qp_error *err)
 {
-    (void)text;
-    (void)len;
-    (void)add_special;
     *ids = NULL;
     *n = 0;
-    return qp_fail(err, QP_E_NOTFOUND, "'%s': no tokenizer in this build; give "
-                   "token ids", m->dir);
+    if (!m->tok)
+        return qp_fail(err, QP_E_NOTFOUND, "'%s' has no tokenizer.json; give "
+                       "token ids", m->dir);
+    enum qp_status st = qp_tokenizer_encode(m->tok, text, len, add_special, ids, n,
+                                            err);
+    for (size_t i = 0; !st && i < *n; i++)
+        if ((*ids)[i] < 0 || (*ids)[i] >= m->vocab)
+            st = qp_fail(err, QP_E_INVAL, "the tokenizer gives id %d, outside the "
+                         "model's vocabulary of %lld", (*ids)[i],
+                         (long long)m->vocab);
+    if (st) {
+        free(*ids);
+        *ids = NULL;
+        *n = 0;
+    }
+    return st;
 }
 
 enum qp_status qp_llm_decode(const struct qp_llm *m, const int32_t *ids,
                              size_t n, char **text, size_t *len,
                              struct qp_error *err)
 {
-    (void)ids;
-    (void)n;
     *text = NULL;
     *len = 0;
-    return qp_fail(err, QP_E_NOTFOUND, "'%s': no tokenizer in this build", m->dir);
+    if (!m->tok)
+        return qp_fail(err, QP_E_NOTFOUND, "'%s' has no tokenizer.json", m->dir);
+    return qp_tokenizer_decode(m->tok, ids, n, 0, text, len, err);
 }
 
 int32_t qp_llm_bos(const struct qp_llm *m)
 {
+    if (m->tok)
+        return qp_tokenizer_adds_bos(m->tok) ? qp_tokenizer_bos_id(m->tok) : -1;
     return (int32_t)m->cfg.bos_id;
 }
 
 int32_t qp_llm_eos(const struct qp_llm *m)
 {
-    return (int32_t)m->cfg.eos_id;
+    int32_t e = m->tok ? qp_tokenizer_eos_id(m->tok) : -1;
+    return e >= 0 ? e : (int32_t)m->cfg.eos_id;
 }
 
 enum qp_status qp_llm_plan(struct qp_llm *m, const struct qp_session_cfg *cfg,

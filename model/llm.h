@@ -17,11 +17,14 @@
 #include "model/llama-config.h"
 #include "model/session.h"
 
+struct qp_tokenizer;
+
 struct qp_llm {
     struct qp_session *s;        /* owned */
     struct qp_llama_config cfg;
     char *dir;
     int64_t vocab;               /* rows of the embedding table */
+    struct qp_tokenizer *tok;    /* the folder's tokenizer.json, or NULL */
     /* release the mapped pages of each layer's weights after their last
      * use in a pass (model/exec.h), so that a model larger than memory
      * runs; qp_llm_open sets it when the weights exceed a quarter of the
@@ -29,8 +32,9 @@ struct qp_llm {
     bool release_weights;
 };
 
-/* Opens the model folder dir (model/llama-import.h). *out belongs to the
- * caller (qp_llm_free). */
+/* Opens the model folder dir (model/llama-import.h) and its tokenizer
+ * (formats/tokenizer.h) when the folder has a tokenizer.json (a malformed
+ * one is an error naming it). *out belongs to the caller (qp_llm_free). */
 enum qp_status qp_llm_open(const char *dir, struct qp_llm **out,
                            struct qp_error *err);
 void qp_llm_free(struct qp_llm *m);
@@ -69,10 +73,21 @@ enum qp_status qp_llm_add_calib_ids(struct qp_llm *m, const int32_t *ids,
 enum qp_status qp_llm_read_tokens(const struct qp_llm *m, const char *path,
                                   int32_t **ids, size_t *n, struct qp_error *err);
 
+/* The text of the file path through the model's tokenizer, special
+ * tokens added (BOS), as llama.cpp tokenizes an evaluation text. */
+enum qp_status qp_llm_read_text(const struct qp_llm *m, const char *path,
+                                int32_t **ids, size_t *n, struct qp_error *err);
+
+/* The graph inputs for a run on the text of path ([T]); *feed as
+ * qp_llm_load_feed's. */
+enum qp_status qp_llm_text_feed(const struct qp_llm *m, const char *path,
+                                struct qp_tensor ***feed, struct qp_error *err);
+
 /* Text to ids through the model's tokenizer (tokenizer.json in its
  * folder); add_special adds what its post-processor adds (BOS). *ids
  * (malloc'd, *n entries) belongs to the caller. QP_E_NOTFOUND when the
- * folder has no tokenizer. */
+ * folder has no tokenizer; QP_E_INVAL when an id is outside the model's
+ * vocabulary. */
 enum qp_status qp_llm_encode(const struct qp_llm *m, const char *text,
                              size_t len, bool add_special, int32_t **ids,
                              size_t *n, struct qp_error *err);

@@ -143,3 +143,41 @@ test_llm_bad_input() {
     assert_exit 2 "$QPROBE" eval "$TINY" --tokens x.npy --scheme w8c
     assert_contains err "need --mode fake or int"
 }
+
+test_llm_text_through_the_tokenizer() {
+    # the held-out text tokenizes to the golden ids: the same perplexity
+    assert_exit 0 "$QPROBE" eval "$TINY" --text "$TINY/heldout.txt" --ctx 128 -q
+    assert_contains out "PPL = 108.5090 +/- 7.13819"
+    # tasks: tiny-eval.json's accuracy 50/60 and match rate 20/20
+    assert_exit 0 "$QPROBE" eval "$TINY" --choices "$TINY/choices.jsonl" \
+        --exact-match "$TINY/exact.jsonl" --json t.json -q
+    assert_contains out "choices: 60 items, acc 83.33 +/- 4.85 %, acc_norm 83.33 +/- 4.85 %"
+    assert_contains out "exact-match: 20 items, match 100.00 +/- 0.00 %"
+    assert_contains t.json '"text":	" Works in"'
+    # generation: the prompt, then greedy tokens decoded as they come
+    assert_exit 0 "$QPROBE" generate "$TINY" --prompt "If a copy of the MPL was not distributed" \
+        -n 12 --print-ids
+    assert_eq "$(head -n 1 out | wc -w)" 26   # BOS + 13 prompt tokens + 12
+    assert_eq "$(head -n 1 out | cut -d' ' -f1)" 766
+    assert_exit 0 "$QPROBE" generate "$TINY" --prompt "If a copy of the MPL was not distributed" -n 12
+    case "$(head -n 1 out)" in "If a copy of the MPL was not distributed"?*) ;;
+        *) fail "generated text: $(head -n 1 out)" ;; esac
+    # a calibration text for static activations
+    assert_exit 0 "$QPROBE" eval "$TINY" --text "$TINY/heldout.txt" --ctx 256 --chunks 2 \
+        --mode fake --scheme w8c+a8t --calib "$TINY/heldout.txt"
+    assert_contains err "calibrated on 16 sequences of up to 256 tokens"
+    # more tokens than positions: a warning, the run goes on
+    assert_exit 0 "$QPROBE" run "$TINY" --text "$TINY/heldout.txt" --capture lm_head \
+        --dump l.npz
+    assert_contains err "6283 tokens are more than the model's 1024 positions"
+}
+
+test_llm_text_needs_a_tokenizer() {
+    mkdir m
+    cp "$TINY/config.json" "$TINY/model.safetensors" m/
+    assert_exit 1 "$QPROBE" eval m --text "$TINY/heldout.txt"
+    assert_contains err "'m' has no tokenizer.json; give token ids"
+    echo '{"model": {"type": "WordPiece"}}' >m/tokenizer.json
+    assert_exit 1 "$QPROBE" generate m --prompt hello
+    assert_contains err "m/tokenizer.json"
+}

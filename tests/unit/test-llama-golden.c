@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "analysis/llm-eval.h"
+#include "analysis/llm-tasks.h"
 #include "formats/dump.h"
 #include "formats/json.h"
 #include "model/llm-generate.h"
@@ -199,4 +200,74 @@ QP_TEST(llama_golden_exact_generation)
     CHECK_INT(equal, 20);
     qp_llm_free(m);
     qp_json_free(root);
+}
+
+/* data/llama-tiny's choices.jsonl and exact.jsonl through its tokenizer:
+ * every choice's summed log-probability as tiny-eval.json (float64 torch
+ * there), the predictions and the rates. */
+QP_TEST(llama_golden_tasks)
+{
+    struct qp_json *root;
+    const struct qp_json *ev = golden_eval(ctx, &root);
+    REQUIRE(ev);
+    struct qp_llm *m;
+    struct qp_error err;
+    REQUIRE_OK(qp_llm_open("data/llama-tiny", &m, &err), &err);
+    REQUIRE(m->tok);
+    struct qp_task_result r;
+    const struct qp_json *mc = qp_json_get(ev, "choices");
+    REQUIRE_OK(qp_llm_choices(m, NULL, "data/llama-tiny/choices.jsonl", NULL, &r,
+                              &err), &err);
+    CHECK_INT(r.items, (int64_t)num(mc, "items"));
+    CHECK_NEAR(r.acc, num(mc, "accuracy"), 1e-12);
+    CHECK_NEAR(r.acc_norm, num(mc, "accuracy_norm"), 1e-12);
+    size_t i = 0, bad = 0;
+    double worst = 0;
+    for (const struct qp_json *e = qp_json_first(qp_json_get(mc, "per_item"));
+         e && i < r.items; e = qp_json_next(e), i++) {
+        const struct qp_task_item *it = &r.item[i];
+        bad += it->pred != (int)num(e, "pred") ||
+               it->pred_norm != (int)num(e, "pred_norm");
+        size_t c = 0;
+        for (const struct qp_json *l = qp_json_first(qp_json_get(e, "logprob"));
+             l && c < it->n_choices; l = qp_json_next(l), c++) {
+            double want = 0;
+            qp_json_num(l, &want);
+            double d = fabs(it->logprob[c] - want) / fabs(want);
+            worst = d > worst ? d : worst;
+        }
+        bad += c != it->n_choices;
+    }
+    CHECK_INT(bad, 0);
+    if (!(worst < 1e-5))
+        qp_test_failf(ctx, __FILE__, __LINE__, "choice log-probability off by "
+                      "%.3g (relative)", worst);
+    qp_task_result_release(&r);
+    REQUIRE_OK(qp_llm_exact_match(m, NULL, "data/llama-tiny/exact.jsonl", NULL, &r,
+                                  &err), &err);
+    CHECK_INT(r.items, 20);
+    CHECK_INT(r.correct, 20);
+    CHECK(r.item[0].text && !strcmp(r.item[0].text, " Works in"));
+    qp_task_result_release(&r);
+    qp_llm_free(m);
+    qp_json_free(root);
+}
+
+/* The held-out text through the tokenizer evaluates as its golden ids. */
+QP_TEST(llama_golden_text_perplexity)
+{
+    struct qp_llm *m;
+    struct qp_error err;
+    int32_t *a, *b;
+    size_t na, nb;
+    REQUIRE_OK(qp_llm_open("data/llama-tiny", &m, &err), &err);
+    REQUIRE_OK(qp_llm_read_text(m, "data/llama-tiny/heldout.txt", &a, &na, &err), &err);
+    REQUIRE_OK(qp_llm_read_ids(GOLDEN "tiny-heldout-ids.npy", m->vocab, &b, &nb, NULL,
+                               NULL, &err), &err);
+    CHECK(na == nb && !memcmp(a, b, na * sizeof *a));
+    CHECK_INT(qp_llm_bos(m), 766);
+    CHECK_INT(qp_llm_eos(m), 767);
+    free(a);
+    free(b);
+    qp_llm_free(m);
 }

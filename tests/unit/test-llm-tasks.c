@@ -101,6 +101,10 @@ QP_TEST(llm_tasks_choices_against_reference)
     CHECK_NEAR(r.acc_unc, sqrt(want / 3.0 * (1 - want / 3.0) / 2), 1e-12);
     if (!differ)
         fprintf(stderr, "note: acc and acc_norm agreed on every item\n");
+    for (int i = 0; i < 3; i++)
+        CHECK(r.item[i].pred == pred[i] && r.item[i].pred_norm == pred_norm[i] &&
+              r.item[i].n_choices == 3 && r.item[i].line == (size_t)(2 * i + 1));
+    qp_task_result_release(&r);
     /* malformed items name the line */
     write_text(path, "{\"context_ids\": [1], \"choices_ids\": [[3], [4]], \"label\": 0}\n"
                      "{\"context_ids\": [1], \"choices_ids\": [[3], [4]], \"label\": 2}\n");
@@ -152,6 +156,8 @@ QP_TEST(llm_tasks_exact_match_against_reference)
     CHECK_INT(r.items, 2);
     if (!eos)
         CHECK_INT(r.correct, 1);
+    CHECK(r.item[0].n_generated == 3 && !r.item[0].text);
+    qp_task_result_release(&r);
     write_text(path, "{\"prompt_ids\": [1, 4]}\n");
     CHECK_FAILS(qp_llm_exact_match(m, NULL, path, NULL, &r, &err), QP_E_FORMAT, &err,
                 "line 1: 'answer' (a string) is missing");
