@@ -29,6 +29,7 @@
 #include "core/parallel.h"
 #include "kernels/blas.h"
 #include "kernels/gemm-wq.h"
+#include "kernels/startup.h"
 #include "model/exec.h"
 #include "model/llm.h"
 #include "model/synth-llama.h"
@@ -329,6 +330,11 @@ static double weights_bytes(const char *dir)
 
 int main(int argc, char **argv)
 {
+    struct qp_error err;
+    if (qp_kern_startup(argv, &err)) {
+        fprintf(stderr, "bench-llm: %s\n", err.msg);
+        return 2;
+    }
     const char *d1 = model_dir(argc, argv, 1, "QP_BENCH_LLM_1B",
                                "data/cache/synth-llama-1b");
     const char *d8 = model_dir(argc, argv, 2, "QP_BENCH_LLM_8B",
