@@ -128,7 +128,7 @@ int cmd_generate(int argc, char **argv)
         QP_OPT_STR_("prompt", 'p', "TEXT", "the prompt text", &a.prompt),
         QP_OPT_STR_("prompt-ids", 0, "IDS", "the prompt as token ids (.npy)",
                     &a.prompt_ids),
-        QP_OPT_INT_("tokens", 'n', "N", "generate at most N tokens (default 32)",
+        QP_OPT_INT_("new-tokens", 'n', "N", "generate at most N tokens (default 32)",
                     &a.n, 1, 1 << 20),
         QP_CLI_LLM_QUANT_OPTS(a.q),
         QP_OPT_FLAG_("print-ids", 0, "print token ids instead of text",
