@@ -15,6 +15,8 @@ int cmd_report(int argc, char **argv);
 int cmd_requant(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 
 #endif

@@ -35,6 +35,10 @@ static const struct {
     {"kernel", cmd_kernel, "run one integer layer (conv, depthwise, fc) with "
                            "device conventions"},
     {"demo", cmd_demo, "the whole job on the bundled model"},
+    {"eval", cmd_eval, "LLM perplexity and KL divergence (llama.cpp's "
+                       "semantics and files)"},
+    {"generate", cmd_generate, "greedy LLM generation with a KV cache, any "
+                               "scheme"},
     {"tokenize", cmd_tokenize, "text to token ids and back (HF tokenizer.json)"},
 };
 

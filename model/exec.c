@@ -185,8 +185,10 @@ static void free_outputs(struct qp_tensor **out, int n)
 static enum qp_status check_input_data(const struct qp_op_ctx *c,
                                        struct qp_error *err)
 {
+    /* packed weights are for operators that take integer weights */
+    bool qweight = c->n->def->traits & QP_TRAIT_QWEIGHT;
     for (int k = 0; k < c->n_in; k++)
-        if (c->in[k] && !qp_elem_size(c->in[k]->dtype))
+        if (c->in[k] && !qp_elem_size(c->in[k]->dtype) && !(qweight && k == 1))
             return qp_op_fail(err, c, QP_E_UNSUPPORTED, "input %d is %s, which "
                               "the runtime does not handle", k,
                               qp_dtype_name(c->in[k]->dtype));
@@ -343,6 +345,17 @@ static enum qp_status feed_inputs(struct run *r,
     return QP_OK;
 }
 
+/* The mapped pages of constant v, when node is its last reader. */
+static void release_const(const struct qp_graph *g, int v, int node)
+{
+    const struct qp_value *val = &g->values[v];
+    const struct qp_tensor *t = val->konst;
+    if (!t->map || !val->n_consumers || val->consumers[val->n_consumers - 1] != node)
+        return;
+    size_t off = (size_t)((const unsigned char *)t->data - t->map->data);
+    qp_mmap_release_range(t->map, off, t->nbytes);
+}
+
 /* Counts node's read of each of its inputs; frees those whose last
  * consumer it was. */
 void qp_run_release_inputs(struct run *r, int node)
@@ -351,6 +364,8 @@ void qp_run_release_inputs(struct run *r, int node)
     const struct qp_node *n = &g->nodes[node];
     for (int k = 0; k < n->n_in; k++) {
         int v = n->in[k];
+        if (v >= 0 && g->values[v].konst && r->opts && r->opts->release_consts)
+            release_const(g, v, node);
         if (v < 0 || g->values[v].konst || !r->live[v])
             continue;
         bool first = true;

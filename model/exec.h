@@ -77,6 +77,11 @@ struct qp_exec_opts {
     void *release_ctx;
     /* handed to every operator as qp_op_ctx.state (model/op.h) */
     void *state;
+    /* after the last node reading a constant that lies in a mapped file
+     * ran, the constant's pages are released (core/mmap.h): a model whose
+     * weights exceed memory runs with the resident set of a few layers
+     * (the next run reads them from the file again) */
+    bool release_consts;
 };
 
 struct qp_exec_stats {

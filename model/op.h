@@ -92,6 +92,10 @@ enum {
     QP_TRAIT_ELEMENTWISE = 1u << 0,
     /* runs unchanged on integer tensors (moves them as they are) */
     QP_TRAIT_INT_PASS = 1u << 1,
+    /* its weight (input 1) may be an integer tensor with quantization
+     * parameters, which the operator dequantizes itself, tile by tile:
+     * the quantized modes hand it the integer weight, never a float copy */
+    QP_TRAIT_QWEIGHT = 1u << 2,
 };
 
 /* For moves_values: true for every node. */
@@ -284,5 +288,6 @@ extern const struct qp_op_def qp_ops_resize[];
 extern const struct qp_op_def qp_ops_reduce[];
 extern const struct qp_op_def qp_ops_quant[];
 extern const struct qp_op_def qp_ops_tflite[]; /* model/op-tflite.c */
+extern const struct qp_op_def qp_ops_llm[];   /* model/op-llm*.c */
 
 #endif

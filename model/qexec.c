@@ -143,7 +143,7 @@ static enum qp_status run_float(struct qp_qplan *p, const struct qp_op_ctx *c,
             in[k] = tmp[k];
     }
     if (q->wq) { /* a weighted layer the int kernels do not run */
-        in[1] = q->w_fake;
+        in[1] = q->w_fake ? q->w_fake : q->w_q;
         if (q->b_fake && c->n_in > 2 && in[2])
             in[2] = q->b_fake;
     }
@@ -646,7 +646,7 @@ static enum qp_status fake_run_node(void *ctx, const struct qp_op_ctx *c,
         return QP_OK;
     const struct qp_tensor *in[QP_OP_MAX_IO];
     memcpy(in, c->in, (size_t)c->n_in * sizeof *in);
-    in[1] = q->w_fake;
+    in[1] = q->w_fake ? q->w_fake : q->w_q; /* QWEIGHT operators: integers */
     if (q->b_fake && c->n_in > 2 && in[2])
         in[2] = q->b_fake;
     *done = true;

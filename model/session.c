@@ -9,6 +9,7 @@
 #include "model/infer.h"
 #include "quant/rtn.h"
 #include "model/inputs.h"
+#include "model/llama-import.h"
 #include "model/onnx-import.h"
 #include "model/qdq.h"
 #include "model/tflite-import.h"
@@ -36,6 +37,8 @@ enum qp_status qp_session_open(const char *path,
     struct qp_tflite_opts to = {o ? o->tfl_flavor : QP_TFL_MICRO,
                                 o && o->dequantize};
     enum qp_status st = tfl ? qp_model_load_tflite(path, &to, &g, err)
+                        : qp_llama_is_model_dir(path)
+                            ? qp_llama_load(path, &g, NULL, err)
                             : qp_model_load_onnx(path, &io, &g, err);
     if (!st)
         st = qp_session_new(g, path, out, err);
