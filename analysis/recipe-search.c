@@ -23,6 +23,8 @@ double qp_rstate_metric(const struct qp_rstate *s, enum qp_rtarget t, bool eval)
 {
     if (t == QP_RT_KL)
         return -(eval ? s->eval_kl : s->calib_kl);
+    if (t == QP_RT_PPL)
+        return -(eval ? s->eval_dppl : s->calib_dppl);
     return eval ? s->eval_sqnr : s->calib_sqnr;
 }
 
@@ -32,6 +34,7 @@ bool qp_rstate_meets(const struct qp_rstate *s, const struct qp_rsearch_opts *o,
     switch (o->target) {
     case QP_RT_SQNR: return (eval ? s->eval_sqnr : s->calib_sqnr) >= o->value;
     case QP_RT_KL: return (eval ? s->eval_kl : s->calib_kl) <= o->value;
+    case QP_RT_PPL: return (eval ? s->eval_dppl : s->calib_dppl) <= o->value;
     default: return false; /* a budget is spent, never met */
     }
 }
@@ -72,6 +75,8 @@ static double damage(const struct qp_rstate *s, enum qp_rtarget t)
 {
     if (t == QP_RT_KL)
         return isnan(s->calib_kl) ? 0 : s->calib_kl;
+    if (t == QP_RT_PPL)
+        return isnan(s->calib_dppl) ? 0 : s->calib_dppl;
     return isinf(s->calib_sqnr) && s->calib_sqnr > 0 ? 0
            : pow(10.0, -s->calib_sqnr / 10.0);
 }
@@ -79,7 +84,7 @@ static double damage(const struct qp_rstate *s, enum qp_rtarget t)
 /* The metric a damage predicts. */
 static double metric_of(double d, enum qp_rtarget t)
 {
-    if (t == QP_RT_KL)
+    if (t == QP_RT_KL || t == QP_RT_PPL)
         return -d;
     return d > 0 ? -10.0 * log10(d) : INFINITY;
 }
@@ -273,7 +278,8 @@ static enum qp_status try_step(struct qp_search *q, const struct table *t,
     enum qp_status st = qp_search_measure(q, &s, false, err);
     double m0 = qp_rstate_metric(now, q->o->target, false);
     double m1 = qp_rstate_metric(&s, q->o->target, false);
-    double slack = q->o->target == QP_RT_KL ? 1e-4 : 0.1;
+    double slack = q->o->target == QP_RT_KL ? 1e-4
+                   : q->o->target == QP_RT_PPL ? 1e-3 : 0.1;
     *taken = !st && !over_budget(q, s.bytes) && !(m1 < m0 - slack);
     if (*taken)
         st = qp_search_measure(q, &s, true, err); /* the memos follow */
@@ -315,13 +321,35 @@ static int cmp_gain_up(const void *a, const void *b)
 }
 
 /* Undoes the free promotions of the bulk step (bulk[0..n)) that the target
- * does not need: the least useful first (by their one-in gain), the
+ * does not need and that cost BitOps: the least useful first (by their
+ * one-in gain), the
  * longest such list whose undoing still meets the target, by bisection,
  * as one step. */
+/* True when a value of unit u feeds a node with multiply-accumulates: its
+ * activation bits price BitOps there. */
+static bool feeds_macs(const struct qp_search *q, size_t u)
+{
+    const struct qp_unit *x = &q->res->units.u[u];
+    for (size_t k = 0; k < x->nvalues; k++) {
+        const struct qp_value *v = &q->g->values[x->values[k]];
+        for (int c = 0; c < v->n_consumers; c++)
+            if (q->macs[v->consumers[c]])
+                return true;
+    }
+    return false;
+}
+
 static enum qp_status revert_free(struct qp_search *q, struct cand *bulk,
                                   size_t n, struct qp_rstate *now,
                                   struct qp_error *err)
 {
+    /* only those whose bits cost BitOps: undoing the others saves nothing
+     * and adds precision transitions */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (feeds_macs(q, bulk[i].unit))
+            bulk[m++] = bulk[i];
+    n = m;
     qsort(bulk, n, sizeof *bulk, cmp_gain_up);
     size_t lo = 0, hi = n;
     enum qp_status st = QP_OK;

@@ -47,7 +47,9 @@ struct qp_level {
     struct qp_scheme s;
 };
 
-enum qp_rtarget { QP_RT_SQNR = 0, QP_RT_KL, QP_RT_BYTES, QP_RT_COUNT };
+/* SQNR (higher is better), KL, perplexity minus fp32's (lower is better),
+ * or a byte budget (best SQNR within it). */
+enum qp_rtarget { QP_RT_SQNR = 0, QP_RT_KL, QP_RT_BYTES, QP_RT_PPL, QP_RT_COUNT };
 
 struct qp_rpin {
     const char *glob;
@@ -62,7 +64,7 @@ struct qp_rsearch_opts {
     enum qp_rq_flavor flavor;
     bool flavor_given;
     enum qp_rtarget target;
-    double value;                   /* dB, KL or bytes */
+    double value;                   /* dB, KL, bytes or perplexity */
     const char *const *keep;        /* units never quantized */
     size_t nkeep;
     const struct qp_rpin *pins;     /* units fixed at a level */
@@ -77,6 +79,7 @@ struct qp_rsearch_opts {
 
 struct qp_rstate {
     double calib_sqnr, calib_kl, eval_sqnr, eval_kl;
+    double calib_dppl, eval_dppl; /* perplexity - fp32's (language models) */
     size_t bytes;
     double bitops;
     size_t transitions;
@@ -137,7 +140,8 @@ enum qp_status qp_rsearch_recipe(const struct qp_graph *g,
                                  const struct qp_rsearch_opts *o,
                                  struct qp_recipe **out, struct qp_error *err);
 
-/* The target's metric of a state (higher is better: SQNR, or -KL). */
+/* The target's metric of a state (higher is better: SQNR, -KL or
+ * -perplexity delta). */
 double qp_rstate_metric(const struct qp_rstate *s, enum qp_rtarget t, bool eval);
 
 /* True when state s meets the target on calibration (eval false) or

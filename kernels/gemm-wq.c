@@ -150,18 +150,16 @@ static void decode_row_ref(const struct qp_wq *w, size_t j, size_t i0, size_t ni
     }
 }
 
+#if defined(__x86_64__)
 /* The AVX-512 decoders when this CPU runs them and QP_KERNELS allows. */
 static bool use_avx512(void)
 {
-#if defined(__x86_64__)
     static int v = -1;
     if (v < 0)
         __atomic_store_n(&v, qp_kern_isa_allowed(QP_KERN_AVX512), __ATOMIC_RELAXED);
     return __atomic_load_n(&v, __ATOMIC_RELAXED) > 0;
-#else
-    return false;
-#endif
 }
+#endif
 
 void qp_wq_decode(const struct qp_wq *w, size_t j0, size_t nj, size_t i0,
                   size_t ni, float *out, size_t ldo)
