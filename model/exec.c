@@ -185,8 +185,11 @@ static void free_outputs(struct qp_tensor **out, int n)
 static enum qp_status check_input_data(const struct qp_op_ctx *c,
                                        struct qp_error *err)
 {
+    bool packed = c->n->def->traits & QP_TRAIT_PACKED_IN;
     for (int k = 0; k < c->n_in; k++)
-        if (c->in[k] && !qp_elem_size(c->in[k]->dtype))
+        if (c->in[k] && !qp_elem_size(c->in[k]->dtype) &&
+            !(k != 1 && packed && (c->in[k]->dtype == QP_DTYPE_I4 ||
+                                    c->in[k]->dtype == QP_DTYPE_U4)))
             return qp_op_fail(err, c, QP_E_UNSUPPORTED, "input %d is %s, which "
                               "the runtime does not handle", k,
                               qp_dtype_name(c->in[k]->dtype));

@@ -92,6 +92,9 @@ enum {
     QP_TRAIT_ELEMENTWISE = 1u << 0,
     /* runs unchanged on integer tensors (moves them as they are) */
     QP_TRAIT_INT_PASS = 1u << 1,
+    /* reads inputs 0 and 2 packed below 8 bits too (DequantizeLinear of
+     * int4: the data and its zero point) */
+    QP_TRAIT_PACKED_IN = 1u << 2,
 };
 
 /* For moves_values: true for every node. */
