@@ -241,6 +241,25 @@ static enum qp_status ggml_type_of(const struct qp_export_llm_opts *o,
                        : qp_ggml_type_info(qp_ggml_nearest(&ws))->name);
 }
 
+/* llama-quantize gives token_embd and output their flag's type with no
+ * fallback (llama_tensor_get_type returns before tensor_type_fallback),
+ * so a type whose block does not divide their rows would fail there:
+ * refused here, naming the type that would. */
+static enum qp_status flag_row_check(const struct tensor *t, enum qp_ggml_type type,
+                                     struct qp_error *err)
+{
+    if ((t->kind != K_EMBD && t->kind != K_OUTPUT) || t->row <= 0 ||
+        qp_ggml_fallback(type, t->row) == type)
+        return QP_OK;
+    return qp_fail(err, QP_E_UNSUPPORTED, "tensor '%s' (%s): rows of %lld values "
+                   "are not a multiple of %s's block, and llama-quantize's %s has no "
+                   "fallback: give it %s in the recipe", kinds[t->kind].hf,
+                   kinds[t->kind].ll, (long long)t->row,
+                   qp_ggml_type_info(type)->name, t->kind == K_EMBD
+                   ? "--token-embedding-type" : "--output-tensor-type",
+                   qp_ggml_type_info(qp_ggml_fallback(type, t->row))->name);
+}
+
 /* One note per (type, row length) llama.cpp cannot hold, with the first
  * tensor and how many share it. */
 static void fallback_notes(const struct model *m, const enum qp_ggml_type *type,
@@ -248,8 +267,8 @@ static void fallback_notes(const struct model *m, const enum qp_ggml_type *type,
 {
     for (size_t i = 0; i < m->n; i++) {
         const struct tensor *t = &m->t[i];
-        if (!kinds[t->kind].quant || t->row <= 0 ||
-            qp_ggml_fallback(type[i], t->row) == type[i])
+        if (!kinds[t->kind].quant || t->row <= 0 || t->kind == K_EMBD ||
+            t->kind == K_OUTPUT || qp_ggml_fallback(type[i], t->row) == type[i])
             continue;
         bool seen = false;
         size_t same = 0;
@@ -310,10 +329,14 @@ enum qp_status qp_export_llama_tensor_type(const struct qp_export_llm_opts *o,
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     if (!st)
         st = check_rules(o, &m, r, err);
-    size_t count[QP_GGML_TYPE_COUNT] = {0};
+    size_t count[QP_GGML_TYPE_COUNT] = {0}, quantizable = 0;
     for (size_t i = 0; !st && i < m.n; i++) {
-        if (kinds[m.t[i].kind].quant && !(st = ggml_type_of(o, &m.t[i], &type[i], err)))
-            count[type[i]]++;
+        if (!kinds[m.t[i].kind].quant)
+            continue;
+        if (!(st = ggml_type_of(o, &m.t[i], &type[i], err)))
+            st = flag_row_check(&m.t[i], type[i], err);
+        count[type[i]]++;
+        quantizable++;
     }
     fallback_notes(&m, type, r);
     enum qp_ggml_type base = QP_GGML_F32;
@@ -360,7 +383,7 @@ enum qp_status qp_export_llama_tensor_type(const struct qp_export_llm_opts *o,
     if (!st)
         snprintf(r->summary, sizeof r->summary, "%s: %zu --tensor-type lines over "
                  "%zu tensors of %d layers; run: llama-quantize $(cat %s) "
-                 "MODEL-F16.gguf OUT.gguf %s", path, lines, m.n, m.layers, path,
+                 "MODEL-F16.gguf OUT.gguf %s", path, lines, quantizable, m.layers, path,
                  ftype_of(base));
     qp_outfile_abort(of);
     free(type);
