@@ -222,6 +222,16 @@ static enum qp_status check_opts(const struct qp_export_opts *o,
 {
     if (!fi)
         return qp_fail(err, QP_E_INVAL, "no such export format");
+    if (o->model) {
+        struct stat sb;
+        if (stat(o->model, &sb))
+            return qp_fail(err, QP_E_IO, "'%s': no such file or folder", o->model);
+        enum qp_export_model k = qp_export_model_kind(o->model);
+        if (k != fi->kind)
+            return qp_fail(err, QP_E_UNSUPPORTED, "--to %s applies to %s, and "
+                           "'%s' is %s", fi->name, kind_name(fi->kind), o->model,
+                           kind_name(k));
+    }
     if (!fi->built)
         return qp_fail(err, QP_E_UNSUPPORTED, "--to %s: %s is not built yet (it "
                        "waits for the Llama-family checkpoint loader%s)", fi->name,
@@ -236,16 +246,6 @@ static enum qp_status check_opts(const struct qp_export_opts *o,
     if (fi->model_required && !o->model)
         return qp_fail(err, QP_E_INVAL, "--to %s needs MODEL (%s)", fi->name,
                        kind_name(fi->kind));
-    if (o->model) {
-        struct stat sb;
-        if (stat(o->model, &sb))
-            return qp_fail(err, QP_E_IO, "'%s': no such file or folder", o->model);
-        enum qp_export_model k = qp_export_model_kind(o->model);
-        if (k != fi->kind)
-            return qp_fail(err, QP_E_UNSUPPORTED, "--to %s applies to %s, and "
-                           "'%s' is %s", fi->name, kind_name(fi->kind), o->model,
-                           kind_name(k));
-    }
     return QP_OK;
 }
 

@@ -155,5 +155,11 @@ int cmd_export(int argc, char **argv)
         return qp_cli_usage(&cli, "-o OUT is missing");
     if (!has_scheme && !a.recipe_path)
         return qp_cli_usage(&cli, "give --scheme or --recipe");
+    const struct qp_export_format_info *fi = qp_export_format_info(a.format);
+    if (fi->recipe_only && has_scheme)
+        return qp_cli_usage(&cli, "--to %s translates a recipe's rules: give "
+                            "--recipe, not --scheme", fi->name);
+    if (fi->model_required && first >= argc)
+        return qp_cli_usage(&cli, "--to %s needs MODEL", fi->name);
     return run(&a, first < argc ? argv[first] : NULL, has_scheme);
 }
