@@ -224,6 +224,40 @@ static enum qp_status float_const(struct ctx *c, int v)
     return st;
 }
 
+/* A DequantizeLinear of constant integers q (borrowed data, as wrapped
+ * by the caller; taken): initializers Q (q's name), S and Z from names
+ * (the scales, count of them, and zero points of dtype zdt, NULL zeros),
+ * axis when count > 1, its output named after `base`; *out its name. */
+struct dq_names {
+    const char *q, *s, *z, *base;
+};
+static enum qp_status const_dq(struct ctx *c, struct qp_tensor *q,
+                               const struct dq_names *nm, size_t count,
+                               const float *scale, enum qp_dtype zdt,
+                               const int32_t *zp, int axis, const char **out)
+{
+    char b[1024], dout[1024];
+    const char *qn, *sn, *zn;
+    enum qp_status st = qp_export_add_const(&c->nm, c->tg, nm->q, q, &qn, c->err);
+    if (!st)
+        st = param(c, nm->s, QP_DTYPE_F32, count, scale, NULL, &sn);
+    if (!st)
+        st = param(c, nm->z, zdt, count, NULL, zp, &zn);
+    snprintf(b, sizeof b, "%s_DequantizeLinear_Output", nm->base);
+    if (!st)
+        st = qp_export_name(&c->nm, b, dout, sizeof dout, c->err);
+    struct qp_onnx_node *dn = NULL;
+    const char *in[3] = {qn, sn, zn};
+    snprintf(b, sizeof b, "%s_DequantizeLinear", nm->base);
+    if (!st)
+        st = add_node(c, "DequantizeLinear", b, in, 3, dout, &dn);
+    if (!st && count > 1)
+        st = qp_onnx_node_add_int(dn, "axis", axis, c->err);
+    if (!st)
+        *out = dn->outputs[0];
+    return st;
+}
+
 /* Weight DQ of node i: W_quantized, W_scale, W_zero_point (per axis). */
 static enum qp_status weight_dq(struct ctx *c, int i)
 {
@@ -235,39 +269,24 @@ static enum qp_status weight_dq(struct ctx *c, int i)
         }
     const struct qp_qparams *qp = q->w_q->qp;
     const char *wname = c->g->values[c->g->nodes[i].in[1]].name;
-    char b[1024], dout[1024];
-    const char *sn, *zn, *qn;
+    char qn[1024], sn[1024], zn[1024];
+    snprintf(qn, sizeof qn, "%s_quantized", wname);
+    snprintf(sn, sizeof sn, "%s_scale", wname);
+    snprintf(zn, sizeof zn, "%s_zero_point", wname);
+    struct dq_names names = {qn, sn, zn, wname};
     struct qp_tensor *t;
-    enum qp_status st = qp_tensor_wrap(wname, q->w_q->dtype, q->w_q->ndim,
+    enum qp_status st = qp_tensor_wrap(qn, q->w_q->dtype, q->w_q->ndim,
                                        q->w_q->shape, q->w_q->data,
                                        q->w_q->nbytes, NULL, &t, c->err);
-    snprintf(b, sizeof b, "%s_quantized", wname);
     if (!st)
-        st = qp_export_add_const(&c->nm, c->tg, b, t, &qn, c->err);
-    snprintf(b, sizeof b, "%s_scale", wname);
-    if (!st)
-        st = param(c, b, QP_DTYPE_F32, qp->count, qp->scale, NULL, &sn);
-    snprintf(b, sizeof b, "%s_zero_point", wname);
-    if (!st)
-        st = param(c, b, q->w_q->dtype, qp->count, NULL, qp->zero_point, &zn);
-    snprintf(b, sizeof b, "%s_DequantizeLinear_Output", wname);
-    if (!st)
-        st = qp_export_name(&c->nm, b, dout, sizeof dout, c->err);
-    struct qp_onnx_node *dn = NULL;
-    const char *in[3] = {qn, sn, zn};
-    snprintf(b, sizeof b, "%s_DequantizeLinear", wname);
-    if (!st)
-        st = add_node(c, "DequantizeLinear", b, in, 3, dout, &dn);
-    if (!st && qp->count > 1)
-        st = qp_onnx_node_add_int(dn, "axis", qp->axis, c->err);
-    if (!st) {
-        c->wdq[i] = dn->outputs[0];
-        c->st.weights++;
-    }
+        st = const_dq(c, t, &names, qp->count, qp->scale, q->w_q->dtype,
+                      qp->zero_point, qp->axis, &c->wdq[i]);
+    c->st.weights += !st;
     return st;
 }
 
-/* Bias DQ of node i (input 2 present, the plan's int32 grid). */
+/* Bias DQ of node i (input 2 present, the plan's int32 grid) with scale
+ * float32(s_in * s_w[c]), as quantize_static computes it. */
 static enum qp_status bias_dq(struct ctx *c, int i, const char **out)
 {
     const struct qp_qnode *q = &c->p->n[i];
@@ -279,39 +298,22 @@ static enum qp_status bias_dq(struct ctx *c, int i, const char **out)
     float *sc = malloc(count * sizeof *sc);
     if (!sc)
         return nomem(c);
-    for (size_t k = 0; k < count; k++) /* float32, as quantize_static */
+    for (size_t k = 0; k < count; k++)
         sc[k] = s_in * wp->scale[wp->count == 1 ? 0 : k];
-    char b[1024], dout[1024];
-    const char *qn, *sn, *zn;
+    char qn[1024], sn[1024], zn[1024];
+    snprintf(qn, sizeof qn, "%s_quantized", bname);
+    snprintf(sn, sizeof sn, "%s_quantized_scale", bname);
+    snprintf(zn, sizeof zn, "%s_quantized_zero_point", bname);
+    struct dq_names names = {qn, sn, zn, bname};
     struct qp_tensor *t;
     int64_t oc = (int64_t)q->out_c;
-    snprintf(b, sizeof b, "%s_quantized", bname);
-    enum qp_status st = qp_tensor_wrap(b, QP_DTYPE_I32, 1, &oc, q->b_int,
+    enum qp_status st = qp_tensor_wrap(qn, QP_DTYPE_I32, 1, &oc, q->b_int,
                                        q->out_c * sizeof *q->b_int, NULL, &t,
                                        c->err);
     if (!st)
-        st = qp_export_add_const(&c->nm, c->tg, b, t, &qn, c->err);
-    snprintf(b, sizeof b, "%s_quantized_scale", bname);
-    if (!st)
-        st = param(c, b, QP_DTYPE_F32, count, sc, NULL, &sn);
-    snprintf(b, sizeof b, "%s_quantized_zero_point", bname);
-    if (!st)
-        st = param(c, b, QP_DTYPE_I32, count, NULL, NULL, &zn);
+        st = const_dq(c, t, &names, count, sc, QP_DTYPE_I32, NULL, 0, out);
     free(sc);
-    snprintf(b, sizeof b, "%s_DequantizeLinear_Output", bname);
-    if (!st)
-        st = qp_export_name(&c->nm, b, dout, sizeof dout, c->err);
-    struct qp_onnx_node *dn = NULL;
-    const char *in[3] = {qn, sn, zn};
-    snprintf(b, sizeof b, "%s_DequantizeLinear", bname);
-    if (!st)
-        st = add_node(c, "DequantizeLinear", b, in, 3, dout, &dn);
-    if (!st && count > 1)
-        st = qp_onnx_node_add_int(dn, "axis", 0, c->err);
-    if (!st) {
-        *out = dn->outputs[0];
-        c->st.biases++;
-    }
+    c->st.biases += !st;
     return st;
 }
 

@@ -39,11 +39,14 @@ static void npy_name(const char *name, char *buf, size_t size)
     snprintf(buf + k, size - k, ".npy");
 }
 
-/* Runs s (plan NULL: fp32, or a plan) on input, writing the values whose
- * names match glob into the npy folder dir; *y gets the first output. */
+/* Runs s (plan NULL: fp32, or a plan) on input, every node fed its inputs
+ * from local when given (teacher forcing), writing the values whose names
+ * match glob into the npy folder dir; *y (may be NULL) gets the first
+ * output. */
 static bool run_dump(struct qp_test_ctx *ctx, struct qp_session *s,
                      const struct qp_splan *plan, const char *input,
-                     const char *glob, const char *dir, struct qp_tensor **y)
+                     struct qp_dump *local, const char *glob, const char *dir,
+                     struct qp_tensor **y)
 {
     struct qp_error err;
     struct qp_tensor **feed = NULL;
@@ -54,7 +57,7 @@ static bool run_dump(struct qp_test_ctx *ctx, struct qp_session *s,
     bool ok = outs && !qp_session_load_inputs(s, spec, 1, &feed, &err) &&
               !qp_sink_open(&sink, g, dir, QP_DUMP_NPY_DIR, &err);
     struct qp_session_run_opts o = {.capture = glob, .on_capture = qp_sink_capture,
-                                    .capture_ctx = &sink};
+                                    .capture_ctx = &sink, .local = local};
     ok = ok && !qp_session_run(s, plan, (const struct qp_tensor *const *)feed, &o,
                                outs, NULL, &err) &&
          !qp_sink_commit(&sink, g, outs, &err);
@@ -126,34 +129,6 @@ static bool ort_values(struct qp_test_ctx *ctx, const struct qp_graph *ge,
     return ok;
 }
 
-/* The fake mode of plan over s on input, every node reading its inputs
- * from local (teacher forcing), into the npy folder dir. */
-static bool run_local(struct qp_test_ctx *ctx, struct qp_session *s,
-                      const struct qp_splan *plan, const char *input,
-                      struct qp_dump *local, const char *dir)
-{
-    struct qp_error err;
-    struct qp_tensor **feed = NULL;
-    const struct qp_graph *g = qp_session_graph(s);
-    struct qp_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
-    struct qp_sink sink = {0};
-    const char *spec[1] = {input};
-    bool ok = outs && !qp_session_load_inputs(s, spec, 1, &feed, &err) &&
-              !qp_sink_open(&sink, g, dir, QP_DUMP_NPY_DIR, &err);
-    struct qp_session_run_opts o = {.capture = "*", .on_capture = qp_sink_capture,
-                                    .capture_ctx = &sink, .local = local};
-    ok = ok && !qp_session_run(s, plan, (const struct qp_tensor *const *)feed, &o,
-                               outs, NULL, &err) &&
-         !qp_sink_commit(&sink, g, outs, &err);
-    if (!ok)
-        qp_test_failf(ctx, __FILE__, __LINE__, "local run: %s", err.msg);
-    qp_sink_abort(&sink);
-    qp_session_free_inputs(s, feed);
-    for (int k = 0; outs && k < g->n_outputs; k++)
-        qp_tensor_free(outs[k]);
-    free(outs);
-    return ok;
-}
 
 
 struct tally {
@@ -207,14 +182,14 @@ static void check_export(struct qp_test_ctx *ctx, struct qp_session *s,
     struct qp_tensor *yfake = NULL, *yint = NULL, *yf32 = NULL;
     char glob[64];
     snprintf(glob, sizeof glob, "*%s", SUFFIX);
-    bool ok = run_dump(ctx, e, eint, input, glob, qdir, &yint) &&
-              run_dump(ctx, s, plan, input, "*", fdir, &yfake) &&
-              run_dump(ctx, s, NULL, input, "", f32dir, &yf32) &&
+    bool ok = run_dump(ctx, e, eint, input, NULL, glob, qdir, &yint) &&
+              run_dump(ctx, s, plan, input, NULL, "*", fdir, &yfake) &&
+              run_dump(ctx, s, NULL, input, NULL, "", f32dir, &yf32) &&
               ex_ort(ctx, export, input, qdir, odir);
     struct qp_dump *local = NULL;
     ok = ok && ort_values(ctx, qp_session_graph(e), qp_session_graph(s),
                           qp_splan_qplan(plan), odir, idir, &local) &&
-         run_local(ctx, s, plan, input, local, ldir);
+         run_dump(ctx, s, plan, input, local, "*", ldir, NULL);
     qp_dump_close(local);
     const struct qp_graph *ge = qp_session_graph(e), *g = qp_session_graph(s);
     const struct qp_qplan *p = qp_splan_qplan(plan);
