@@ -16,5 +16,6 @@ int cmd_requant(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 #endif
