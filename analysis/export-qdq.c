@@ -495,8 +495,10 @@ static enum qp_status add_io(struct ctx *c, int v, enum qp_onnx_value_list list)
                                    val->typed ? val->ndim : -1, d, c->err);
 }
 
-/* Ranks of every value, from the first calibration set's shapes (or
- * none): for the operators whose form depends on it. */
+/* Ranks of every value, for the operators whose form depends on it: from
+ * the first calibration set's shapes, or without one from the declared
+ * input shapes, an unknown dim taken as 1 for the first (the batch) and
+ * 64 for the others (a rank does not depend on them). */
 static void ranks(struct ctx *c, const struct qp_session *s)
 {
     const struct qp_graph *g = c->g;
@@ -507,9 +509,20 @@ static void ranks(struct ctx *c, const struct qp_session *s)
     struct qp_tdesc *d = calloc((size_t)g->n_values + 1, sizeof *d);
     bool *known = calloc((size_t)g->n_values + 1, sizeof *known);
     struct qp_error e;
-    if (set && in && d && known) {
-        for (int k = 0; k < g->n_inputs; k++)
+    bool shapes = in != NULL;
+    for (int k = 0; in && k < g->n_inputs; k++) {
+        const struct qp_value *iv = &g->values[g->inputs[k]];
+        if (set) {
             qp_tdesc_of(set[k], &in[k]);
+            continue;
+        }
+        shapes &= iv->typed && iv->ndim >= 0;
+        in[k].dtype = iv->dtype;
+        in[k].ndim = iv->typed ? iv->ndim : 0;
+        for (int a = 0; a < in[k].ndim; a++)
+            in[k].shape[a] = iv->shape[a] >= 0 ? iv->shape[a] : a ? 64 : 1;
+    }
+    if (shapes && d && known) {
         if (!qp_graph_infer(g, in, d, known, &e))
             for (int v = 0; v < g->n_values; v++)
                 if (known[v])

@@ -450,4 +450,19 @@ QP_TEST(export_qdq_upgrades_opset_9_nodes)
     qp_session_free(s2);
     qp_splan_free(plan);
     qp_session_free(s);
+    /* weights only, without calibration inputs: the ranks the Softmax
+     * conversion needs come from the declared input shapes */
+    REQUIRE(ex_plan(ctx, model, NULL, "w8c", NULL, &s, &r, &plan));
+    REQUIRE_OK(qp_export_qdq(s, qp_splan_qplan(plan), out, NULL, &st, &err), &err);
+    CHECK_INT(st.activations, 0);
+    CHECK_INT(st.weights, 1);
+    fake = run(ctx, s, plan, input);
+    REQUIRE_OK(qp_session_open(out, NULL, &s2, &err), &err);
+    y = run(ctx, s2, NULL, input);
+    CHECK(same_bytes(fake, y));
+    qp_tensor_free(fake);
+    qp_tensor_free(y);
+    qp_session_free(s2);
+    qp_splan_free(plan);
+    qp_session_free(s);
 }
