@@ -170,6 +170,8 @@ static enum qp_status check_rules(const struct qp_export_llm_opts *o,
     const struct qp_recipe *rc = o->recipe;
     if (!o->model)
         return QP_OK;
+    free(r->unused); /* a result used before */
+    r->n_unused = 0;
     if (!(r->unused = calloc(rc->nrules + 1, sizeof *r->unused)))
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     for (size_t i = 0; i < rc->nrules; i++) {

@@ -73,6 +73,8 @@ struct qp_export_llm_opts {
  * the name is not one of the table above. */
 bool qp_llama_name_of(const char *hf, char *buf, size_t size);
 
+/* Writes the format to path. r (zeroed, or a result of an earlier call)
+ * receives the unused rules (with a model), notes and the summary. */
 enum qp_status qp_export_llama_tensor_type(const struct qp_export_llm_opts *o,
                                            const char *path,
                                            struct qp_export_result *r,
