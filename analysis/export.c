@@ -55,6 +55,8 @@ enum qp_export_model qp_export_model_kind(const char *path)
 {
     if (qp_str_ends_with(path, ".onnx"))
         return QP_EXPORT_MODEL_ONNX;
+    if (qp_str_ends_with(path, ".tflite"))
+        return QP_EXPORT_MODEL_TFLITE;
     if (qp_is_dir(path) || qp_str_ends_with(path, ".safetensors") ||
         qp_str_ends_with(path, ".gguf") || qp_str_ends_with(path, ".json"))
         return QP_EXPORT_MODEL_LLM;
@@ -64,7 +66,8 @@ enum qp_export_model qp_export_model_kind(const char *path)
 static const char *kind_name(enum qp_export_model k)
 {
     static const char *const names[] = {"an unknown kind of file", "an ONNX graph",
-                                        "a Llama-family checkpoint"};
+                                        "a Llama-family checkpoint",
+                                        "a TFLite model"};
     _Static_assert(sizeof names / sizeof names[0] == QP_EXPORT_MODEL_COUNT,
                    "kinds");
     return names[k];

@@ -60,6 +60,7 @@ enum qp_export_model {
     QP_EXPORT_MODEL_NONE = 0, /* recipe-only: a model is optional */
     QP_EXPORT_MODEL_ONNX,     /* an ONNX graph (.onnx) */
     QP_EXPORT_MODEL_LLM,      /* a Llama-family checkpoint (folder, .safetensors, .gguf) */
+    QP_EXPORT_MODEL_TFLITE,   /* a .tflite model: no export takes one yet */
     QP_EXPORT_MODEL_COUNT
 };
 
@@ -78,7 +79,8 @@ const struct qp_export_format_info *qp_export_format_info(enum qp_export_format 
 bool qp_export_format_from_name(const char *name, enum qp_export_format *out);
 
 /* The kind of the model at path: .onnx files are ONNX graphs; folders
- * (config.json), .safetensors and .gguf files are checkpoints. */
+ * (config.json), .safetensors and .gguf files are checkpoints; .tflite
+ * files TFLite models. */
 enum qp_export_model qp_export_model_kind(const char *path);
 
 struct qp_export_opts {

@@ -54,6 +54,10 @@ test_export_refuses_the_wrong_model_kind() {
     assert_contains err "--to gguf: the GGUF export of Llama models is not built yet"
     assert_exit 1 "$QPROBE" export "$ROOT/data/llama-tiny" --scheme w8c+a8tz --calib calib --to onnx-qdq -o x.onnx
     assert_contains err "--to onnx-qdq applies to an ONNX graph, and '$ROOT/data/llama-tiny' is a Llama-family checkpoint"
+    : >m.tflite
+    assert_exit 1 "$QPROBE" export m.tflite --scheme w8c+a8tz --calib calib --to encodings -o x.json
+    assert_contains err "--to encodings applies to an ONNX graph, and 'm.tflite' is a TFLite model"
+    rm m.tflite
     assert_exit 1 "$QPROBE" export nothere.onnx --scheme w8c --to onnx-qdq -o x.onnx
     assert_contains err "'nothere.onnx': no such file or folder"
     # quantized activations without calibration inputs
