@@ -34,6 +34,8 @@ static const struct {
                              "accumulators"},
     {"kernel", cmd_kernel, "run one integer layer (conv, depthwise, fc) with "
                            "device conventions"},
+    {"export", cmd_export, "a scheme or recipe as QDQ ONNX, QNN/AIMET encodings, "
+                           "ORT overrides, llama.cpp or GPTQModel configs"},
     {"demo", cmd_demo, "the whole job on the bundled model"},
     {"eval", cmd_eval, "LLM perplexity and KL divergence (llama.cpp's "
                        "semantics and files)"},

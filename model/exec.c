@@ -187,8 +187,11 @@ static enum qp_status check_input_data(const struct qp_op_ctx *c,
 {
     /* packed weights are for operators that take integer weights */
     bool qweight = c->n->def->traits & QP_TRAIT_QWEIGHT;
+    bool packed = c->n->def->traits & QP_TRAIT_PACKED_IN;
     for (int k = 0; k < c->n_in; k++)
-        if (c->in[k] && !qp_elem_size(c->in[k]->dtype) && !(qweight && k == 1))
+        if (c->in[k] && !qp_elem_size(c->in[k]->dtype) && !(qweight && k == 1) &&
+            !(k != 1 && packed && (c->in[k]->dtype == QP_DTYPE_I4 ||
+                                    c->in[k]->dtype == QP_DTYPE_U4)))
             return qp_op_fail(err, c, QP_E_UNSUPPORTED, "input %d is %s, which "
                               "the runtime does not handle", k,
                               qp_dtype_name(c->in[k]->dtype));

@@ -96,6 +96,9 @@ enum {
      * parameters, which the operator dequantizes itself, tile by tile:
      * the quantized modes hand it the integer weight, never a float copy */
     QP_TRAIT_QWEIGHT = 1u << 2,
+    /* reads inputs 0 and 2 packed below 8 bits too (DequantizeLinear of
+     * int4: the data and its zero point) */
+    QP_TRAIT_PACKED_IN = 1u << 3,
 };
 
 /* For moves_values: true for every node. */
