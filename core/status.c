@@ -53,6 +53,18 @@ enum qp_status qp_error_prefix(struct qp_error *err, const char *fmt, ...)
     return err->status;
 }
 
+enum qp_status qp_error_in_file(struct qp_error *err, const char *path)
+{
+    if (!err)
+        return QP_OK;
+    size_t n = strlen(path);
+    for (const char *p = err->msg; (p = strchr(p, '\'')); p++)
+        if (!strncmp(p + 1, path, n) &&
+            (p[n + 1] == '\'' || (p[n + 1] == '/' && n && path[n - 1] != '/')))
+            return err->status;
+    return qp_error_prefix(err, "'%s': ", path);
+}
+
 void qp_error_clear(struct qp_error *err)
 {
     if (err) {

@@ -170,8 +170,11 @@ struct qp_dump_writer {
 
 /* Starts writing a dump at path; nothing appears at path until commit.
  * QP_DUMP_AUTO picks the format from the extension (.safetensors, .npz,
- * .h5/.hdf5); a path without one of those (or ending in '/') is an npy
- * directory. */
+ * .h5/.hdf5; .npy and .pb are directories of those files); a path without
+ * an extension (or ending in '/') is an npy directory. QP_E_INVAL, naming
+ * the path, for an unknown extension with QP_DUMP_AUTO, a format that
+ * contradicts a known extension (x.h5 as npz), or a file format for a path
+ * ending in '/'. */
 enum qp_status qp_dump_writer_open(const char *path, enum qp_dump_format format,
                                    struct qp_dump_writer **out,
                                    struct qp_error *err);

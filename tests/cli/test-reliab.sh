@@ -1,0 +1,77 @@
+# Hostile and broken input, outputs that cannot be written, interrupts:
+# each case a defect once found (issues 8 and 15). Inputs are made with
+# build/mkdemo and printf; models come from Debian's libonnx-testdata.
+
+MKDEMO=$(dirname "$QPROBE")/mkdemo
+NODE=/usr/share/libonnx-testdata/data/node
+mkt() { "$MKDEMO" tensor "$@"; }
+
+# npy_header FILE DESCR SHAPE: a v1 .npy header alone (no data)
+npy_header() {
+    h="{'descr': '$2', 'fortran_order': False, 'shape': ($3), }"
+    pad=$(( (64 - (10 + ${#h} + 1) % 64) % 64 ))
+    h="$h$(printf '%*s' "$pad" '')"
+    len=$(( ${#h} + 1 ))
+    { printf '\223NUMPY\001\000'
+      printf "\\$(printf '%03o' $((len % 256)))\\$(printf '%03o' $((len / 256)))"
+      printf '%s\n' "$h"; } >"$1"
+}
+
+test_reliab_missing_inputs_say_no_such_file() {
+    mkt a.npy f32 2 1,2
+    assert_exit 1 "$QPROBE" inspect nonexist
+    assert_contains err "'nonexist': cannot open: No such file or directory"
+    assert_exit 1 "$QPROBE" diff a.npy /no/dir
+    assert_contains err "'/no/dir': cannot open: No such file or directory"
+    assert_exit 1 "$QPROBE" quantize /no/dir/ --scheme w8c -o q.safetensors
+    assert_contains err "'/no/dir/': cannot open: No such file or directory"
+    # an existing file of no known kind is still "unknown dump format"
+    printf 'x' >x.foo
+    assert_exit 1 "$QPROBE" inspect x.foo
+    assert_contains err "'x.foo': unknown dump format"
+}
+
+test_reliab_sparse_npy_of_terabytes_is_refused_at_once() {
+    # 2^40 float32 elements: a 4 TiB sparse file; refused before any read
+    npy_header huge.npy '<f4' '1099511627776,'
+    truncate -s $((4 * 1099511627776 + 128)) huge.npy ||
+        { echo "no sparse files here: skipped"; return 0; }
+    for cmd in "inspect huge.npy" "quantize huge.npy --scheme w8c -o q.npz"; do
+        # shellcheck disable=SC2086
+        assert_exit 1 timeout 20 "$QPROBE" $cmd
+        assert_contains err "'huge.npy': tensor 'huge' f32 [1099511627776] needs 4.4e+03 GB (4398046511104 bytes), more than this machine's"
+    done
+    [ ! -e q.npz ] || fail "an output was written"
+    # QP_MAX_ALLOC sets another limit (and names itself)
+    mkt small.npy f32 64x64 "$(seq -s, 4096)"
+    assert_exit 1 env QP_MAX_ALLOC=8k "$QPROBE" inspect small.npy
+    assert_contains err "'small.npy': tensor 'small' f32 [64,64] needs 1.64e-05 GB (16384 bytes), more than the 8.19e-06 GB limit of QP_MAX_ALLOC"
+    assert_exit 0 env QP_MAX_ALLOC=16k "$QPROBE" inspect small.npy
+    assert_exit 1 env QP_MAX_ALLOC=lots "$QPROBE" inspect small.npy
+    assert_contains err "QP_MAX_ALLOC='lots' is not a size"
+}
+
+test_reliab_dump_extension_decides_or_is_refused() {
+    m=$NODE/test_relu
+    in=$m/test_data_set_0/input_0.pb
+    assert_exit 1 "$QPROBE" run "$m/model.onnx" --input "$in" --dump out.unknownext
+    assert_contains err "'out.unknownext': unknown extension .unknownext"
+    [ ! -e out.unknownext ] || fail "out.unknownext was created"
+    assert_exit 1 "$QPROBE" run "$m/model.onnx" --input "$in" --dump x.h5 -f npz
+    assert_contains err "'x.h5': the extension .h5 says h5, not npz"
+    [ ! -e x.h5 ] || fail "x.h5 was created"
+    assert_exit 1 "$QPROBE" run "$m/model.onnx" --input "$in" --dump d/ -f h5
+    assert_contains err "'d/' names a directory, and h5 dumps are files"
+    assert_exit 1 "$QPROBE" quantize "$in" --scheme w8c -o q.zip
+    assert_contains err "'q.zip': unknown extension .zip"
+    no_tmp_left .
+    # a format given for an unknown extension, or agreeing with a known
+    # one, is written as asked
+    assert_exit 0 "$QPROBE" run "$m/model.onnx" --input "$in" --dump out.v2 -f raw-dir
+    [ -d out.v2 ] && ls out.v2 | grep -q '\.raw$' || fail "no raw dump in out.v2"
+    assert_exit 0 "$QPROBE" run "$m/model.onnx" --input "$in" --dump y.h5 -f hdf5
+    assert_exit 0 "$QPROBE" inspect y.h5
+    assert_contains out "y"
+    assert_exit 0 "$QPROBE" run "$m/model.onnx" --input "$in" --dump plain
+    [ -f plain/y.npy ] || fail "no npy directory"
+}
