@@ -75,3 +75,20 @@ test_reliab_dump_extension_decides_or_is_refused() {
     assert_exit 0 "$QPROBE" run "$m/model.onnx" --input "$in" --dump plain
     [ -f plain/y.npy ] || fail "no npy directory"
 }
+
+test_reliab_json_repeated_keys_are_refused_everywhere() {
+    # a raw dump's sidecar used to take the first "dtype" silently
+    mkdir raw
+    printf '\001\002\003\004' >raw/x.raw
+    printf '{"dtype": "i8", "shape": [4], "dtype": "u8"}' >raw/x.json
+    assert_exit 1 "$QPROBE" inspect raw
+    assert_contains err "raw/x.json': key \"dtype\" appears twice in the top-level object"
+    # and so do a recipe and a map, at any depth
+    mkt w.npy f32 2x2 1,2,3,4
+    printf '{"qprobe_recipe": 1, "layers": {"w": "w8c", "w": "fp32"}}' >r.json
+    assert_exit 1 "$QPROBE" quantize w.npy --recipe r.json -o q.safetensors
+    assert_contains err "'r.json': key \"w\" appears twice in \"layers\""
+    printf '{"pairs": {"a": "b"}, "rules": [{"ref": "x", "test": "y", "ref": "z"}]}' >m.json
+    assert_exit 1 "$QPROBE" diff w.npy w.npy --map m.json
+    assert_contains err "'m.json': key \"ref\" appears twice in \"rules\"[0]"
+}
