@@ -12,7 +12,11 @@
  *
  * Scales are computed in double and rounded once to float. A range of zero
  * width (all-zero tensor) gives s = 1; any other range gives at least
- * FLT_MIN, so a scale is never zero, NaN or infinite.
+ * FLT_MIN, so a scale is never zero, NaN or infinite. Every grid value
+ * s * (q - z), q in [qmin, qmax], is a finite float: for a range near
+ * +-FLT_MAX (where an end of the grid would lie beyond FLT_MAX) s is
+ * lowered to FLT_MAX / max(z - qmin, qmax - z), clipping the range's ends
+ * by at most a step.
  *
  * Geometry. A tensor is viewed as [outer, dim, inner] around its
  * quantization axis. Per-channel uses the output axis, group-wise blocks of

@@ -92,3 +92,19 @@ test_reliab_json_repeated_keys_are_refused_everywhere() {
     assert_exit 1 "$QPROBE" diff w.npy w.npy --map m.json
     assert_contains err "'m.json': key \"ref\" appears twice in \"rules\"[0]"
 }
+
+test_reliab_quantize_weights_near_flt_max_stay_finite() {
+    # asymmetric schemes on +-3.4e38 wrote -inf with --fake (exit 0, and the
+    # report said 23.5 dB): every dequantized value is now finite
+    v=-3.4e38,3.4e38,-3.4e38,1,-3.4e38,3.4e38,-3.4e38,3.4e38
+    mkt big.npy f32 2x8 "$v,$v"
+    for s in w4g8z w8cz w2tz w8c; do
+        assert_exit 0 "$QPROBE" quantize big.npy --scheme $s --fake -o f.safetensors \
+            --report r.csv -q
+        "$QPROBE" inspect f.safetensors --csv i.csv >/dev/null
+        assert_eq "$(csv_field i.csv big nonfinite)" 0 "$s nonfinite"
+        sqnr=$(csv_field r.csv big sqnr_db)
+        awk -v x="$sqnr" 'BEGIN { exit !(x > 5 && x < 800) }' ||
+            fail "$s: sqnr_db $sqnr"
+    done
+}
