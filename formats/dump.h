@@ -119,6 +119,14 @@ static inline size_t qp_dump_meta_count(const struct qp_dump *d)
 void qp_dump_meta_at(const struct qp_dump *d, size_t i, const char **key,
                      const char **value);
 
+/* For backends opened from something other than a path (an HDF5 file
+ * image): qp_dump_open with format's reader, whose open finds impl in
+ * d->impl; impl (malloc'd, NULL allowed) is the dump's from then on (freed
+ * by the reader's close, or with free when the dump cannot be made). */
+enum qp_status qp_dump_open_impl(const char *path, enum qp_dump_format format,
+                                 void *impl, struct qp_dump **out,
+                                 struct qp_error *err);
+
 /* For backends: called at the end of open, after the backend filled
  * d->entries with all its tensors (d->backing may be NULL: identity). For
  * every integer entry NAME with an f32/f16/f64 entry NAME.scale (and

@@ -1,14 +1,25 @@
 /* formats/hdf5.c: HDF5 helpers and the dump reader (formats/hdf5.h). */
 #include "formats/hdf5.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/size.h"
 #include "formats/dump.h"
 
 /* ---- shared helpers --------------------------------------------------------- */
+
+/* libhdf5 1.10 closes at exit what is still open, and crashes closing a
+ * dataset whose flush failed (a full disk, RLIMIT_FSIZE): the files are
+ * closed by qprobe itself, and left to the kernel after a failure. Runs
+ * before anything initializes the library. */
+__attribute__((constructor)) static void h5_no_exit_handler(void)
+{
+    H5dont_atexit();
+}
 
 void qp_h5_quiet(void)
 {
@@ -24,11 +35,15 @@ void qp_h5_close(size_t n, const hid_t *ids)
 
 struct h5_msg {
     char inner[256], outer[256];
+    int sys_errno; /* from a system call's failure, 0 if none */
 };
 
 static herr_t walk_msg(unsigned n, const H5E_error2_t *e, void *data)
 {
     struct h5_msg *m = data;
+    const char *en = e->desc ? strstr(e->desc, "errno = ") : NULL;
+    if (en && !m->sys_errno)
+        m->sys_errno = atoi(en + 8);
     if (e->desc && *e->desc)
         snprintf(n == 0 ? m->inner : m->outer, sizeof m->inner, "%s", e->desc);
     return 0;
@@ -37,9 +52,13 @@ static herr_t walk_msg(unsigned n, const H5E_error2_t *e, void *data)
 enum qp_status qp_h5_fail(struct qp_error *err, enum qp_status status,
                           const char *prefix)
 {
-    struct h5_msg m = {"", ""};
+    struct h5_msg m = {"", "", 0};
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_msg, &m);
     H5Eclear2(H5E_DEFAULT);
+    /* a failed read or write: its reason, not HDF5's record of the call
+     * (which names the temporary file, the descriptor and the buffer) */
+    if (m.sys_errno > 0)
+        return qp_fail(err, status, "%s: %s", prefix, strerror(m.sys_errno));
     if (!*m.inner)
         return qp_fail(err, status, "%s", prefix);
     if (!*m.outer || !strcmp(m.inner, m.outer))
@@ -203,6 +222,9 @@ struct h5_ref { /* a dataset, by backing index */
 
 struct h5_reader {
     hid_t file;
+    hsize_t size;        /* bytes of the file (or image) */
+    const void *image;   /* a file image to open instead of d->path */
+    size_t image_size;
     struct h5_ref *refs;
     size_t n, cap;
     haddr_t *groups; /* groups visited, against hard-link cycles */
@@ -285,8 +307,9 @@ static enum qp_status dtype_of(hid_t t, const char *what, enum qp_dtype *out,
 /* A numeric attribute of at most max values into a malloc'd buffer of
  * mem-typed values; *n = 0 when absent. */
 static enum qp_status num_attr(hid_t obj, const char *name, hid_t mem,
-                               size_t esize, size_t max, void **buf, size_t *n,
-                               const char *what, struct qp_error *err)
+                               size_t esize, size_t max, hsize_t fsize,
+                               void **buf, size_t *n, const char *what,
+                               struct qp_error *err)
 {
     *buf = NULL;
     *n = 0;
@@ -306,6 +329,10 @@ static enum qp_status num_attr(hid_t obj, const char *name, hid_t mem,
     else if (np == 0 || (size_t)np > max)
         st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' has %lld values, "
                      "expected 1..%zu", what, name, (long long)np, max);
+    else if ((hsize_t)np * H5Tget_size(ids[1]) > fsize) /* stored as is */
+        st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' declares %lld "
+                     "values, more than the file holds", what, name,
+                     (long long)np);
     else if (!(*buf = malloc((size_t)np * esize)))
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     else if (H5Aread(a, mem, *buf) < 0)
@@ -321,8 +348,8 @@ static enum qp_status num_attr(hid_t obj, const char *name, hid_t mem,
 }
 
 /* scale / zero_point / axis / block_size attributes onto an integer desc. */
-static enum qp_status read_qparams(hid_t ds, struct qp_tensor *t, const char *what,
-                                   struct qp_error *err)
+static enum qp_status read_qparams(hid_t ds, struct qp_tensor *t, hsize_t fsize,
+                                   const char *what, struct qp_error *err)
 {
     size_t max = qp_tensor_numel(t);
     for (int i = 0; i < t->ndim; i++) /* per-axis scales of an empty tensor */
@@ -333,19 +360,20 @@ static enum qp_status read_qparams(hid_t ds, struct qp_tensor *t, const char *wh
     int64_t *block = NULL;
     size_t n, nz, na, nb;
     enum qp_status st = num_attr(ds, "scale", H5T_NATIVE_FLOAT, sizeof *scale,
-                                 max ? max : 1, (void **)&scale, &n, what, err);
+                                 max ? max : 1, fsize, (void **)&scale, &n,
+                                 what, err);
     if (st || !n)
         return st;
     if (!(st = num_attr(ds, "zero_point", H5T_NATIVE_INT32, sizeof *zp, n,
-                        (void **)&zp, &nz, what, err)) && zp && nz != n)
+                        fsize, (void **)&zp, &nz, what, err)) && zp && nz != n)
         st = qp_fail(err, QP_E_FORMAT, "%s: attribute 'zero_point' has %zu "
                      "values, 'scale' has %zu", what, nz, n);
     if (!st)
-        st = num_attr(ds, "axis", H5T_NATIVE_INT32, sizeof *axis, 1,
+        st = num_attr(ds, "axis", H5T_NATIVE_INT32, sizeof *axis, 1, fsize,
                       (void **)&axis, &na, what, err);
     if (!st)
         st = num_attr(ds, "block_size", H5T_NATIVE_INT64, sizeof *block, 1,
-                      (void **)&block, &nb, what, err);
+                      fsize, (void **)&block, &nb, what, err);
     int ax = -1;
     int64_t bs = block ? *block : 0;
     if (!st && axis) {
@@ -440,7 +468,7 @@ static enum qp_status add_dataset(struct qp_dump *d, struct h5_reader *r,
     if (!st)
         st = qp_tensor_new_desc(name ? name : path, dtype, ndim, shape, &desc, err);
     if (!st && qp_dtype_is_int(dtype))
-        st = read_qparams(ds, desc, what, err);
+        st = read_qparams(ds, desc, r->size, what, err);
     if (!st && layout)
         st = qp_tensor_set_layout(desc, layout, err);
     if (!st)
@@ -632,30 +660,60 @@ static void h5_close(struct qp_dump *d)
     d->impl = NULL;
 }
 
+/* Opens r->image (copied by libhdf5) through the in-memory driver. */
+static hid_t open_image(const char *name, struct h5_reader *r)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), f = H5I_INVALID_HID;
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 16, 0) >= 0 &&
+        H5Pset_file_image(fapl, (void *)r->image, r->image_size) >= 0)
+        f = H5Fopen(name, H5F_ACC_RDONLY, fapl);
+    qp_h5_close(1, &fapl);
+    r->image = NULL;
+    return f;
+}
+
 static enum qp_status h5_open(struct qp_dump *d, struct qp_error *err)
 {
     qp_h5_quiet();
-    struct stat sb;
-    if (stat(d->path, &sb) != 0 || !S_ISREG(sb.st_mode))
-        return qp_fail(err, QP_E_IO, "'%s': cannot open: not a readable file",
-                       d->path);
-    struct h5_reader *r = calloc(1, sizeof *r);
-    if (!r)
-        return qp_fail(err, QP_E_NOMEM, "out of memory");
-    r->file = H5I_INVALID_HID;
-    d->impl = r;
+    struct h5_reader *r = d->impl; /* set by qp_h5_open_image */
     char what[600];
     snprintf(what, sizeof what, "'%s': cannot open as HDF5", d->path);
-    if (H5Fis_hdf5(d->path) <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return qp_fail(err, QP_E_FORMAT, "%s: not an HDF5 file", what);
+    if (r) {
+        r->file = open_image(d->path, r);
+    } else {
+        struct stat sb;
+        if (stat(d->path, &sb) != 0 || !S_ISREG(sb.st_mode))
+            return qp_fail(err, QP_E_IO, "'%s': cannot open: not a readable "
+                           "file", d->path);
+        if (!(r = calloc(1, sizeof *r)))
+            return qp_fail(err, QP_E_NOMEM, "out of memory");
+        r->file = H5I_INVALID_HID;
+        d->impl = r;
+        if (H5Fis_hdf5(d->path) <= 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return qp_fail(err, QP_E_FORMAT, "%s: not an HDF5 file", what);
+        }
+        r->file = H5Fopen(d->path, H5F_ACC_RDONLY, H5P_DEFAULT);
     }
-    if ((r->file = H5Fopen(d->path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
+    if (r->file < 0 || H5Fget_filesize(r->file, &r->size) < 0)
         return qp_h5_fail(err, QP_E_FORMAT, what);
     enum qp_status st = walk(d, r, "", 0, err);
     if (!st)
         st = read_meta(d, r, err);
     return st;
+}
+
+enum qp_status qp_h5_open_image(const char *name, const void *image,
+                                size_t size, struct qp_dump **out,
+                                struct qp_error *err)
+{
+    *out = NULL;
+    struct h5_reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    *r = (struct h5_reader){.file = H5I_INVALID_HID, .image = image,
+                            .image_size = size};
+    return qp_dump_open_impl(name, QP_DUMP_HDF5, r, out, err);
 }
 
 /* Packs the unpacked values of a 2/3/4-bit dataset, checking their range. */
@@ -672,10 +730,75 @@ static enum qp_status pack(const char *what, const int32_t *v, size_t n,
     return QP_OK;
 }
 
+/* The most a filter can expand the bytes it stores: deflate 1032:1 (its
+ * format's limit), n-bit packing 64:1 (one bit of a 64-bit value);
+ * scale-offset (which stores a constant in no bits) and any filter qprobe
+ * does not know have no bound. */
+static double filter_expansion(H5Z_filter_t id)
+{
+    switch (id) {
+    case H5Z_FILTER_DEFLATE: return 1032;
+    case H5Z_FILTER_SHUFFLE:
+    case H5Z_FILTER_FLETCHER32: return 1;
+    case H5Z_FILTER_NBIT:
+    case H5Z_FILTER_SZIP: return 64;
+    default: return INFINITY;
+    }
+}
+
+/* Data that may not come from this file is not read: virtual datasets
+ * (made of other datasets, in other files) and external raw storage (any
+ * file the creator named). Otherwise the bytes the file stores for ds,
+ * expanded as far as its filters can, plus 1 MiB of unwritten chunks read
+ * as the fill value, must cover the nbytes it declares: a 1.4 KB file
+ * declaring 8 GiB in unwritten or "compressed" chunks is refused before
+ * anything is allocated. */
+static enum qp_status check_storage(const struct h5_reader *r, hid_t ds,
+                                    size_t nbytes, const char *what,
+                                    struct qp_error *err)
+{
+    hid_t dcpl = H5Dget_create_plist(ds);
+    if (dcpl < 0)
+        return qp_h5_fail(err, QP_E_FORMAT, what);
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    int external = H5Pget_external_count(dcpl), nf = H5Pget_nfilters(dcpl);
+    double ratio = 1;
+    for (int k = 0; k < nf; k++) {
+        unsigned flags, cd[8], conf;
+        size_t ncd = 8;
+        char fname[64];
+        ratio *= filter_expansion(H5Pget_filter2(dcpl, (unsigned)k, &flags, &ncd,
+                                                 cd, sizeof fname, fname, &conf));
+    }
+    H5Pclose(dcpl);
+    if (layout < 0 || external < 0 || nf < 0)
+        return qp_h5_fail(err, QP_E_FORMAT, what);
+    if (layout == H5D_VIRTUAL)
+        return qp_fail(err, QP_E_UNSUPPORTED, "%s: a virtual dataset (data "
+                       "from other datasets or files) is not read", what);
+    if (external > 0)
+        return qp_fail(err, QP_E_UNSUPPORTED, "%s: data in external files is "
+                       "not read", what);
+    hsize_t stored = H5Dget_storage_size(ds);
+    if (stored > r->size)
+        stored = r->size;
+    double can = stored ? (double)stored * ratio : 0;
+    if ((double)nbytes <= can + (1 << 20))
+        return QP_OK;
+    char how[64] = "";
+    if (nf > 0 && isfinite(ratio))
+        snprintf(how, sizeof how, ", which its filters expand %.0f:1 at most",
+                 ratio);
+    return qp_fail(err, QP_E_FORMAT, "%s: declares %zu bytes, but the file "
+                   "stores %llu bytes of it%s", what, nbytes,
+                   (unsigned long long)stored, how);
+}
+
 static enum qp_status h5_load(struct qp_dump *d, size_t i, struct qp_tensor **out,
                               struct qp_error *err)
 {
     qp_h5_quiet();
+    *out = NULL;
     struct h5_reader *r = d->impl;
     const struct h5_ref *ref = &r->refs[i];
     char what[700];
@@ -691,6 +814,16 @@ static enum qp_status h5_load(struct qp_dump *d, size_t i, struct qp_tensor **ou
                             : QP_OK;
     for (int k = 0; !st && k < ndim; k++)
         shape[k] = (int64_t)dims[k];
+    size_t numel = 0, fbytes;
+    hid_t ft = st ? H5I_INVALID_HID : H5Dget_type(ds);
+    if (!st && (st = qp_shape_check(what, QP_DTYPE_U8, ndim, shape, &numel, err)))
+        ; /* the element count overflows */
+    else if (!st && (ft < 0 || qp_size_mul(numel, H5Tget_size(ft), &fbytes)))
+        st = qp_fail(err, QP_E_FORMAT, "%s: the data's byte size overflows",
+                     what);
+    else if (!st)
+        st = check_storage(r, ds, fbytes, what, err);
+    qp_h5_close(1, &ft);
     if (!st)
         st = qp_tensor_new(ref->path, ref->dtype, ndim, shape, out, err);
     bool packed = !st && qp_dtype_is_packed(ref->dtype);
