@@ -146,13 +146,25 @@ enum qp_status qp_dump_open(const char *path, enum qp_dump_format format,
         return qp_fail(err, QP_E_UNSUPPORTED,
                        "'%s': unknown dump format (expected .safetensors, .npz, "
                        ".h5, .npy, .pb, .onnx or a directory)", path);
-    if ((unsigned)format >= QP_DUMP_FORMAT_COUNT || !formats[format].reader)
+    return qp_dump_open_impl(path, format, NULL, out, err);
+}
+
+enum qp_status qp_dump_open_impl(const char *path, enum qp_dump_format format,
+                                 void *impl, struct qp_dump **out,
+                                 struct qp_error *err)
+{
+    *out = NULL;
+    if ((unsigned)format >= QP_DUMP_FORMAT_COUNT || !formats[format].reader) {
+        free(impl);
         return qp_fail(err, QP_E_INVAL, "'%s': invalid dump format", path);
+    }
     struct qp_dump *d = calloc(1, sizeof *d);
     if (!d || !(d->path = strdup(path))) {
         free(d);
+        free(impl);
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     }
+    d->impl = impl;
     d->ops = formats[format].reader;
     d->format = format;
     enum qp_status st = d->ops->open(d, err);
@@ -455,6 +467,12 @@ static enum qp_status writer_format(const char *path,
     enum qp_dump_format f = *format;
     bool is_dir_format = f == QP_DUMP_NPY_DIR || f == QP_DUMP_PB_DIR ||
                          f == QP_DUMP_RAW_DIR;
+    struct stat sb;
+    bool file = !dir && stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode);
+    if (f == QP_DUMP_AUTO && file && !strcasecmp(ext, ".npy"))
+        f = *format = QP_DUMP_NPY; /* an existing file (or /dev/...): one */
+    if (f == QP_DUMP_AUTO && file && !strcasecmp(ext, ".pb"))
+        f = *format = QP_DUMP_PB;
     if (!*ext) {
         if (f == QP_DUMP_AUTO || (dir && f == QP_DUMP_NPY))
             *format = QP_DUMP_NPY_DIR;

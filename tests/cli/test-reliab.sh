@@ -108,3 +108,108 @@ test_reliab_quantize_weights_near_flt_max_stay_finite() {
             fail "$s: sqnr_db $sqnr"
     done
 }
+
+# big_zeros FILE N: a .npy of N float32 zeros (a sparse file)
+big_zeros() {
+    npy_header "$1" '<f4' "$2,"
+    truncate -s $(( $(stat -c %s "$1") + 4 * $2 )) "$1"
+}
+
+# no_leftovers DIR: nothing but the inputs (no temporary, no output)
+no_leftovers() {
+    left=$(find "$1" -mindepth 1 ! -name 'in*' | head -n 3)
+    [ -z "$left" ] || fail "left behind: $left"
+}
+
+test_reliab_interrupts_leave_nothing_behind() {
+    set -m # job control: background jobs do not ignore SIGINT
+    mkdir w
+    big_zeros w/in.npy 50000000 # 200 MB
+    mkt w/in-shape.npy i64 3 3000,3,4000
+    mkt w/in-x.npy f32 3x1 1,2,3
+    m=$NODE/test_expand_dim_changed/model.onnx
+    RANDOM=15 # the moments below are random but the same on every run
+    sigs="INT TERM HUP"
+    set -- q.safetensors q.h5 q.npz qdir
+    i=0
+    for cmd in quantize run; do
+        for out in "$@"; do
+            sig=$(echo $sigs | cut -d ' ' -f $((i % 3 + 1)))
+            i=$((i + 1))
+            if [ $cmd = quantize ]; then
+                "$QPROBE" quantize w/in.npy --scheme w8t -o "w/$out" -q 2>/dev/null &
+            else
+                "$QPROBE" run "$m" --input data=w/in-x.npy \
+                    --input new_shape=w/in-shape.npy --dump "w/$out" 2>/dev/null &
+            fi
+            pid=$!
+            sleep "0.$((RANDOM % 9 + 1))"
+            kill -$sig $pid 2>/dev/null || true
+            rc=0
+            wait $pid || rc=$?
+            echo "$cmd -> $out: SIG$sig, exit $rc"
+            if [ $rc = 0 ]; then # it finished first: a whole output
+                "$QPROBE" inspect "w/$out" >/dev/null || fail "$out is not whole"
+                rm -rf "w/$out"
+            else
+                assert_eq $rc $((128 + $(kill -l $sig))) "exit of $cmd on SIG$sig"
+            fi
+            no_leftovers w
+        done
+    done
+    # after SIGKILL nothing can clean up, but no file has the final name
+    # unless it is whole
+    for out in k.h5 k.safetensors; do
+        "$QPROBE" quantize w/in.npy --scheme w8t -o "w/$out" -q 2>/dev/null &
+        pid=$!
+        sleep "0.$((RANDOM % 9 + 1))"
+        kill -KILL $pid 2>/dev/null || true
+        wait $pid || true
+        [ ! -e "w/$out" ] || "$QPROBE" inspect "w/$out" >/dev/null ||
+            fail "a partial $out"
+        find w -name ".$out.tmp.*" -exec rm -rf {} +
+    done
+}
+
+test_reliab_write_errors_name_the_output() {
+    mkt a.npy f32 64x64 "$(seq -s, 4096)"
+    # /dev/full through links (so a regression cannot replace /dev/full)
+    for ext in safetensors npz h5; do
+        ln -s /dev/full "full.$ext"
+        assert_exit 1 "$QPROBE" quantize a.npy --scheme w8c -o "full.$ext"
+        assert_contains err "'full.$ext': "
+        assert_contains err "No space left on device"
+        case "$(cat err)" in *tmp*|*HDF5*|*errno*) fail "raw text: $(cat err)" ;; esac
+    done
+    for ext in npy pb; do
+        ln -s /dev/full "full.$ext"
+        assert_exit 1 "$QPROBE" quantize a.npy --scheme w8c --fake -o "full.$ext"
+        assert_contains err "'full.$ext': tensor 'a': write failed: No space left on device"
+    done
+    m=$NODE/test_relu
+    assert_exit 1 "$QPROBE" run "$m/model.onnx" --input "$m/test_data_set_0/input_0.pb" \
+        --dump full.h5
+    assert_contains err "'full.h5': cannot create: No space left on device"
+    ln -s /dev/full full.csv
+    assert_exit 1 "$QPROBE" inspect a.npy --csv full.csv
+    assert_contains err "'full.csv': write failed: No space left on device"
+    assert_exit 1 "$QPROBE" diff a.npy a.npy --csv full.csv
+    assert_contains err "'full.csv': write failed: No space left on device"
+    assert_exit 1 "$QPROBE" quantize a.npy --scheme w8c -o q.safetensors --report full.csv
+    assert_contains err "'full.csv': write failed: No space left on device"
+    [ -c /dev/full ] || fail "/dev/full was replaced"
+    # a standard output that cannot be written
+    assert_exit 1 sh -c "\"$QPROBE\" inspect a.npy >/dev/full"
+    assert_contains err "cannot write to standard output: No space left on device"
+    assert_exit 1 sh -c "\"$QPROBE\" inspect a.npy --csv - >/dev/full"
+    assert_exit 1 sh -c "\"$QPROBE\" --version >/dev/full"
+    # regular files beyond RLIMIT_FSIZE (a full disk): the final name in the
+    # message, no temporary left
+    mkdir lim
+    for out in q.safetensors q.npz q.h5 qdir q.pb; do
+        assert_exit 1 sh -c "ulimit -f 8; exec \"$QPROBE\" quantize a.npy --scheme w8c --fake -o lim/$out"
+        assert_contains err "'lim/$out': "
+        assert_contains err "File too large"
+        [ -z "$(ls -A lim)" ] || fail "left in lim/: $(ls -A lim)"
+    done
+}
