@@ -314,6 +314,8 @@ static enum qp_status one(struct quantize *q, size_t i, struct qp_error *err)
     if (s) {
         struct qp_wquant_opts o = opts_for(q, t->name);
         st = qp_rtn_quantize(t, &s->w, &o, &qt, err);
+        if (st) /* the quantizer knows the tensor, not its file */
+            qp_error_in_file(err, q->model);
         if (!st && q->fake &&
             !(st = qp_tensor_new(t->name, QP_DTYPE_F32, t->ndim, t->shape, &fake,
                                  err)))

@@ -1,14 +1,13 @@
 /* formats/hdf5.c: HDF5 helpers and the dump reader (formats/hdf5.h). */
 #include "formats/hdf5.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "core/size.h"
 #include "formats/dump.h"
+#include "formats/hdf5-reader.h"
 
 /* ---- shared helpers --------------------------------------------------------- */
 
@@ -215,22 +214,6 @@ enum qp_status qp_h5_put_str_attr(hid_t obj, const char *name, const char *value
 
 /* ---- reader ------------------------------------------------------------------ */
 
-struct h5_ref { /* a dataset, by backing index */
-    char *path;          /* HDF5 path, owned */
-    enum qp_dtype dtype; /* logical dtype (packed: unpacked in the file) */
-};
-
-struct h5_reader {
-    hid_t file;
-    hsize_t size;        /* bytes of the file (or image) */
-    const void *image;   /* a file image to open instead of d->path */
-    size_t image_size;
-    struct h5_ref *refs;
-    size_t n, cap;
-    haddr_t *groups; /* groups visited, against hard-link cycles */
-    size_t ngroups, capgroups;
-};
-
 static const char *class_name(H5T_class_t c)
 {
     switch (c) {
@@ -393,13 +376,13 @@ static enum qp_status read_qparams(hid_t ds, struct qp_tensor *t, hsize_t fsize,
     return st;
 }
 
-static enum qp_status push_ref(struct h5_reader *r, struct qp_dump *d,
+static enum qp_status push_ref(struct qp_h5_reader *r, struct qp_dump *d,
                                const char *path, struct qp_tensor *t,
                                struct qp_error *err)
 {
     if (r->n == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 64;
-        struct h5_ref *nr = realloc(r->refs, cap * sizeof *nr);
+        struct qp_h5_ref *nr = realloc(r->refs, cap * sizeof *nr);
         struct qp_tensor **ne = nr ? realloc(d->entries, cap * sizeof *ne) : NULL;
         if (nr)
             r->refs = nr;
@@ -411,13 +394,13 @@ static enum qp_status push_ref(struct h5_reader *r, struct qp_dump *d,
     char *p = strdup(path);
     if (!p)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    r->refs[r->n++] = (struct h5_ref){p, t->dtype};
+    r->refs[r->n++] = (struct qp_h5_ref){p, t->dtype};
     d->entries[d->count++] = t;
     return QP_OK;
 }
 
 /* The descriptor of dataset `path` (relative to the root). */
-static enum qp_status add_dataset(struct qp_dump *d, struct h5_reader *r,
+static enum qp_status add_dataset(struct qp_dump *d, struct qp_h5_reader *r,
                                   const char *path, struct qp_error *err)
 {
     char what[700];
@@ -520,11 +503,11 @@ static void names_free(struct names *l)
     free(l->v);
 }
 
-static enum qp_status walk(struct qp_dump *d, struct h5_reader *r,
+static enum qp_status walk(struct qp_dump *d, struct qp_h5_reader *r,
                            const char *gpath, int depth, struct qp_error *err);
 
 /* Visits link `name` of group gpath: a dataset or a group to descend. */
-static enum qp_status visit(struct qp_dump *d, struct h5_reader *r,
+static enum qp_status visit(struct qp_dump *d, struct qp_h5_reader *r,
                             const char *gpath, const char *name, int depth,
                             struct qp_error *err)
 {
@@ -565,7 +548,7 @@ static enum qp_status visit(struct qp_dump *d, struct h5_reader *r,
 }
 
 /* Lists group gpath ("" for the root): creation order when tracked. */
-static enum qp_status walk(struct qp_dump *d, struct h5_reader *r,
+static enum qp_status walk(struct qp_dump *d, struct qp_h5_reader *r,
                            const char *gpath, int depth, struct qp_error *err)
 {
     if (depth > 64)
@@ -613,7 +596,7 @@ static herr_t collect_attr(hid_t obj, const char *name, const H5A_info_t *info,
 }
 
 /* Root string attributes are the dump's metadata; others are skipped. */
-static enum qp_status read_meta(struct qp_dump *d, struct h5_reader *r,
+static enum qp_status read_meta(struct qp_dump *d, struct qp_h5_reader *r,
                                 struct qp_error *err)
 {
     hid_t root = H5Gopen2(r->file, "/", H5P_DEFAULT);
@@ -645,23 +628,20 @@ static enum qp_status read_meta(struct qp_dump *d, struct h5_reader *r,
     return st;
 }
 
-static void h5_close(struct qp_dump *d)
+void qp_h5_reader_release(struct qp_h5_reader *r)
 {
-    struct h5_reader *r = d->impl;
-    if (!r)
-        return;
     if (r->file >= 0)
         H5Fclose(r->file);
     for (size_t i = 0; i < r->n; i++)
         free(r->refs[i].path);
     free(r->refs);
     free(r->groups);
-    free(r);
-    d->impl = NULL;
+    memset(r, 0, sizeof *r);
+    r->file = H5I_INVALID_HID;
 }
 
 /* Opens r->image (copied by libhdf5) through the in-memory driver. */
-static hid_t open_image(const char *name, struct h5_reader *r)
+static hid_t open_image(const char *name, struct qp_h5_reader *r)
 {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), f = H5I_INVALID_HID;
     if (fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 16, 0) >= 0 &&
@@ -672,23 +652,20 @@ static hid_t open_image(const char *name, struct h5_reader *r)
     return f;
 }
 
-static enum qp_status h5_open(struct qp_dump *d, struct qp_error *err)
+enum qp_status qp_h5_reader_open(struct qp_dump *d, struct qp_h5_reader *r,
+                                 struct qp_error *err)
 {
     qp_h5_quiet();
-    struct h5_reader *r = d->impl; /* set by qp_h5_open_image */
     char what[600];
     snprintf(what, sizeof what, "'%s': cannot open as HDF5", d->path);
-    if (r) {
+    if (r->image) {
         r->file = open_image(d->path, r);
     } else {
+        r->file = H5I_INVALID_HID;
         struct stat sb;
         if (stat(d->path, &sb) != 0 || !S_ISREG(sb.st_mode))
             return qp_fail(err, QP_E_IO, "'%s': cannot open: not a readable "
                            "file", d->path);
-        if (!(r = calloc(1, sizeof *r)))
-            return qp_fail(err, QP_E_NOMEM, "out of memory");
-        r->file = H5I_INVALID_HID;
-        d->impl = r;
         if (H5Fis_hdf5(d->path) <= 0) {
             H5Eclear2(H5E_DEFAULT);
             return qp_fail(err, QP_E_FORMAT, "%s: not an HDF5 file", what);
@@ -702,148 +679,3 @@ static enum qp_status h5_open(struct qp_dump *d, struct qp_error *err)
         st = read_meta(d, r, err);
     return st;
 }
-
-enum qp_status qp_h5_open_image(const char *name, const void *image,
-                                size_t size, struct qp_dump **out,
-                                struct qp_error *err)
-{
-    *out = NULL;
-    struct h5_reader *r = calloc(1, sizeof *r);
-    if (!r)
-        return qp_fail(err, QP_E_NOMEM, "out of memory");
-    *r = (struct h5_reader){.file = H5I_INVALID_HID, .image = image,
-                            .image_size = size};
-    return qp_dump_open_impl(name, QP_DUMP_HDF5, r, out, err);
-}
-
-/* Packs the unpacked values of a 2/3/4-bit dataset, checking their range. */
-static enum qp_status pack(const char *what, const int32_t *v, size_t n,
-                           struct qp_tensor *t, struct qp_error *err)
-{
-    const struct qp_dtype_traits *tr = qp_dtype_traits(t->dtype);
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] < tr->min || v[i] > tr->max)
-            return qp_fail(err, QP_E_FORMAT, "%s: value %d at element %zu is "
-                           "outside %s", what, (int)v[i], i, tr->name);
-        qp_packed_set(t->dtype, t->data, i, v[i]);
-    }
-    return QP_OK;
-}
-
-/* The most a filter can expand the bytes it stores: deflate 1032:1 (its
- * format's limit), n-bit packing 64:1 (one bit of a 64-bit value);
- * scale-offset (which stores a constant in no bits) and any filter qprobe
- * does not know have no bound. */
-static double filter_expansion(H5Z_filter_t id)
-{
-    switch (id) {
-    case H5Z_FILTER_DEFLATE: return 1032;
-    case H5Z_FILTER_SHUFFLE:
-    case H5Z_FILTER_FLETCHER32: return 1;
-    case H5Z_FILTER_NBIT:
-    case H5Z_FILTER_SZIP: return 64;
-    default: return INFINITY;
-    }
-}
-
-/* Data that may not come from this file is not read: virtual datasets
- * (made of other datasets, in other files) and external raw storage (any
- * file the creator named). Otherwise the bytes the file stores for ds,
- * expanded as far as its filters can, plus 1 MiB of unwritten chunks read
- * as the fill value, must cover the nbytes it declares: a 1.4 KB file
- * declaring 8 GiB in unwritten or "compressed" chunks is refused before
- * anything is allocated. */
-static enum qp_status check_storage(const struct h5_reader *r, hid_t ds,
-                                    size_t nbytes, const char *what,
-                                    struct qp_error *err)
-{
-    hid_t dcpl = H5Dget_create_plist(ds);
-    if (dcpl < 0)
-        return qp_h5_fail(err, QP_E_FORMAT, what);
-    H5D_layout_t layout = H5Pget_layout(dcpl);
-    int external = H5Pget_external_count(dcpl), nf = H5Pget_nfilters(dcpl);
-    double ratio = 1;
-    for (int k = 0; k < nf; k++) {
-        unsigned flags, cd[8], conf;
-        size_t ncd = 8;
-        char fname[64];
-        ratio *= filter_expansion(H5Pget_filter2(dcpl, (unsigned)k, &flags, &ncd,
-                                                 cd, sizeof fname, fname, &conf));
-    }
-    H5Pclose(dcpl);
-    if (layout < 0 || external < 0 || nf < 0)
-        return qp_h5_fail(err, QP_E_FORMAT, what);
-    if (layout == H5D_VIRTUAL)
-        return qp_fail(err, QP_E_UNSUPPORTED, "%s: a virtual dataset (data "
-                       "from other datasets or files) is not read", what);
-    if (external > 0)
-        return qp_fail(err, QP_E_UNSUPPORTED, "%s: data in external files is "
-                       "not read", what);
-    hsize_t stored = H5Dget_storage_size(ds);
-    if (stored > r->size)
-        stored = r->size;
-    double can = stored ? (double)stored * ratio : 0;
-    if ((double)nbytes <= can + (1 << 20))
-        return QP_OK;
-    char how[64] = "";
-    if (nf > 0 && isfinite(ratio))
-        snprintf(how, sizeof how, ", which its filters expand %.0f:1 at most",
-                 ratio);
-    return qp_fail(err, QP_E_FORMAT, "%s: declares %zu bytes, but the file "
-                   "stores %llu bytes of it%s", what, nbytes,
-                   (unsigned long long)stored, how);
-}
-
-static enum qp_status h5_load(struct qp_dump *d, size_t i, struct qp_tensor **out,
-                              struct qp_error *err)
-{
-    qp_h5_quiet();
-    *out = NULL;
-    struct h5_reader *r = d->impl;
-    const struct h5_ref *ref = &r->refs[i];
-    char what[700];
-    snprintf(what, sizeof what, "'%s': dataset '%s'", d->path, ref->path);
-    hid_t ds = H5Dopen2(r->file, ref->path, H5P_DEFAULT);
-    hid_t sp = ds < 0 ? H5I_INVALID_HID : H5Dget_space(ds);
-    int ndim = sp < 0 ? -1 : H5Sget_simple_extent_ndims(sp);
-    hsize_t dims[H5S_MAX_RANK];
-    int64_t shape[QP_MAX_DIMS];
-    enum qp_status st = ndim < 0 || ndim > QP_MAX_DIMS ||
-                                H5Sget_simple_extent_dims(sp, dims, NULL) < 0
-                            ? qp_h5_fail(err, QP_E_FORMAT, what)
-                            : QP_OK;
-    for (int k = 0; !st && k < ndim; k++)
-        shape[k] = (int64_t)dims[k];
-    size_t numel = 0, fbytes;
-    hid_t ft = st ? H5I_INVALID_HID : H5Dget_type(ds);
-    if (!st && (st = qp_shape_check(what, QP_DTYPE_U8, ndim, shape, &numel, err)))
-        ; /* the element count overflows */
-    else if (!st && (ft < 0 || qp_size_mul(numel, H5Tget_size(ft), &fbytes)))
-        st = qp_fail(err, QP_E_FORMAT, "%s: the data's byte size overflows",
-                     what);
-    else if (!st)
-        st = check_storage(r, ds, fbytes, what, err);
-    qp_h5_close(1, &ft);
-    if (!st)
-        st = qp_tensor_new(ref->path, ref->dtype, ndim, shape, out, err);
-    bool packed = !st && qp_dtype_is_packed(ref->dtype);
-    size_t n = st ? 0 : qp_tensor_numel(*out);
-    int32_t *tmp = packed ? malloc(n * sizeof *tmp + 1) : NULL;
-    hid_t mem = packed ? H5Tcopy(H5T_NATIVE_INT32) : qp_h5_type(ref->dtype);
-    if (!st && (mem < 0 || (packed && !tmp)))
-        st = qp_fail(err, QP_E_NOMEM, "out of memory");
-    if (!st && n && H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                            packed ? (void *)tmp : (*out)->data) < 0)
-        st = qp_h5_fail(err, QP_E_FORMAT, what);
-    if (!st && packed)
-        st = pack(what, tmp, n, *out, err);
-    free(tmp);
-    qp_h5_close(3, (hid_t[]){mem, sp, ds});
-    if (st) {
-        qp_tensor_free(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
-const struct qp_dump_ops qp_dump_ops_hdf5 = {"h5", h5_open, h5_load, h5_close};

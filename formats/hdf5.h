@@ -24,9 +24,15 @@
  * things by them.
  *
  * HDF5's own error printing is turned off; its failures become messages
- * naming the file and dataset. The writer creates the file under a
- * temporary name (core/outfile.h) with the 1.8 file format, so that
- * attributes over 64 KiB (many block scales) can be stored. */
+ * naming the file and dataset. Files are read by a worker process
+ * (formats/hdf5-worker.c): libhdf5 1.10 crashes and hangs on hostile
+ * files, and such a file then fails with "the HDF5 library crashed ...:
+ * the file is malformed". Before a dataset is read, the bytes the file
+ * stores for it (expanded as far as its filters can) must cover what it
+ * declares, and data in other files (external storage, virtual datasets)
+ * is not read. The writer creates the file under a temporary name
+ * (core/outfile.h) with the 1.8 file format, so that attributes over 64
+ * KiB (many block scales) can be stored. */
 #ifndef QP_FORMATS_HDF5_H
 #define QP_FORMATS_HDF5_H
 
