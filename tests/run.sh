@@ -7,6 +7,12 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
 passed=0
 failed=0
+# Sanitizer reports (make asan) go to files, so that a leak or an error in a
+# command a test expects to fail (exit 1) still fails the suite.
+SANLOG="$ROOT/$BUILD/sanitizer-reports"
+rm -rf "$SANLOG" && mkdir -p "$SANLOG"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:log_path=$SANLOG/asan"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:log_path=$SANLOG/ubsan"
 
 add() { # "unit: 3 passed, 1 failed" -> totals
     p=$(printf '%s\n' "$1" | sed -n 's/.* \([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed.*/\1/p' | tail -n 1)
@@ -35,9 +41,21 @@ done
 echo "fuzz: $fp passed, $ff failed"
 passed=$((passed + fp)); failed=$((failed + ff))
 
+if [ -x "$BUILD/qp-mutate" ]; then
+    out=$("$BUILD/qp-mutate" "$ROOT/$BUILD/qprobe" "$ROOT")
+    printf '%s\n' "$out"
+    add "$(printf '%s\n' "$out" | tail -n 1)"
+fi
+
 out=$(bash tests/cli/run.sh "$ROOT/$BUILD/qprobe")
 printf '%s\n' "$out" | tail -n 1
 add "$(printf '%s\n' "$out" | tail -n 1)"
 
+reports=$(ls "$SANLOG" | wc -l)
+if [ "$reports" -gt 0 ]; then
+    echo "sanitizers: $reports reports (leaks or errors), in $SANLOG:" >&2
+    for f in "$SANLOG"/*; do head -n 12 "$f" >&2; done
+    failed=$((failed + reports))
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
