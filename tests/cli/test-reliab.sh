@@ -213,3 +213,25 @@ test_reliab_write_errors_name_the_output() {
         [ -z "$(ls -A lim)" ] || fail "left in lim/: $(ls -A lim)"
     done
 }
+
+test_reliab_hdf5_hostile_files_fail_cleanly() {
+    S=$ROOT/tests/fuzz/seeds/hdf5
+    # 2^31 f32 in chunks never written: refused before any allocation
+    cp "$S/regress-chunked-2g.h5" big.h5
+    assert_exit 1 timeout 20 "$QPROBE" inspect big.h5
+    assert_contains err "'big.h5': dataset 'huge': declares 8589934592 bytes, but the file stores 0 bytes of it, which its filters expand 1032:1 at most"
+    assert_exit 1 timeout 20 "$QPROBE" quantize big.h5 --scheme w8c -o q.safetensors
+    assert_contains err "declares 8589934592 bytes"
+    # files on which libhdf5 itself crashes or loops: an error, not a crash
+    cp "$S/regress-libhdf5-fpe.h5" fpe.h5
+    assert_exit 1 "$QPROBE" inspect fpe.h5
+    assert_contains err "'fpe.h5': the HDF5 library crashed (signal 8) listing it: the file is malformed"
+    cp "$S/regress-libhdf5-heap-overflow.h5" heap.h5
+    assert_exit 1 "$QPROBE" diff heap.h5 heap.h5
+    assert_contains err "'heap.h5': the HDF5 library crashed"
+    cp "$ROOT/tests/cli/data/libhdf5-endless-loop.h5" loop.h5
+    assert_exit 1 timeout 60 "$QPROBE" inspect loop.h5
+    assert_contains err "'loop.h5': the HDF5 library did not finish listing it in time"
+    [ ! -e q.safetensors ] || fail "an output was written"
+    no_tmp_left .
+}
