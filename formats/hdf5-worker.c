@@ -544,6 +544,11 @@ static enum qp_status h5_load(struct qp_dump *d, size_t i, struct qp_tensor **ou
                      "'%s'", d->path, e->name);
     if (st)
         return st;
+    if (!nbytes) { /* no mapping: an empty tensor of its own */
+        close(fd);
+        st = qp_tensor_new(e->name, e->dtype, e->ndim, e->shape, out, err);
+        return st ? qp_error_in_file(err, d->path) : QP_OK;
+    }
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     struct qp_mmap *m;

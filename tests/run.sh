@@ -7,12 +7,13 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 1
 passed=0
 failed=0
-# Sanitizer reports (make asan) go to files, so that a leak or an error in a
-# command a test expects to fail (exit 1) still fails the suite.
+# Sanitizers (make asan): a leak or an error exits 86, and ASan's reports
+# also go to files, so a report from a command a test expects to fail
+# (exit 1) or whose status it ignores still fails the suite.
 SANLOG="$ROOT/$BUILD/sanitizer-reports"
 rm -rf "$SANLOG" && mkdir -p "$SANLOG"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:log_path=$SANLOG/asan"
-export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}print_stacktrace=1:log_path=$SANLOG/ubsan"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1:exitcode=86:log_path=$SANLOG/asan"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}halt_on_error=1:print_stacktrace=1:exitcode=86:log_path=$SANLOG/ubsan"
 
 add() { # "unit: 3 passed, 1 failed" -> totals
     p=$(printf '%s\n' "$1" | sed -n 's/.* \([0-9][0-9]*\) passed, \([0-9][0-9]*\) failed.*/\1/p' | tail -n 1)

@@ -225,7 +225,8 @@ test_reliab_hdf5_hostile_files_fail_cleanly() {
     # files on which libhdf5 itself crashes or loops: an error, not a crash
     cp "$S/regress-libhdf5-fpe.h5" fpe.h5
     assert_exit 1 "$QPROBE" inspect fpe.h5
-    assert_contains err "'fpe.h5': the HDF5 library crashed (signal 8) listing it: the file is malformed"
+    assert_contains err "'fpe.h5': the HDF5 library "
+    assert_contains err "listing it: the file is malformed"
     cp "$S/regress-libhdf5-heap-overflow.h5" heap.h5
     assert_exit 1 "$QPROBE" diff heap.h5 heap.h5
     assert_contains err "'heap.h5': the HDF5 library crashed"

@@ -177,7 +177,8 @@ static bool header_edit(struct mut_rng *r, struct mut_buf *b,
         return false;
     memcpy(h.p, b->p + start, len);
     bool ok = text_edit(r, &h, what, ws);
-    if (ok && h.n < ((uint64_t)1 << (8 * lw)) - 1) {
+    uint64_t most = lw == 8 ? UINT64_MAX : ((uint64_t)1 << (8 * lw)) - 1;
+    if (ok && h.n < most) {
         for (size_t i = 0; i < lw; i++)
             b->p[lp + i] = (uint8_t)((uint64_t)h.n >> (8 * i));
         ok = splice(b, start, len, h.p, h.n);
