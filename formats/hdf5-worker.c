@@ -296,17 +296,32 @@ static void *shm_buf(void *ctx, size_t nbytes)
     return s->map == MAP_FAILED ? (s->map = NULL) : s->map;
 }
 
-/* Caps the worker's address space at what it has plus the allocation
- * limit and 1 GiB, so a size libhdf5 believes fails its malloc; hides
- * the reports of a sanitizer (libhdf5's faults are the file's, reported
- * by the parent). */
-static void worker_limits(void)
+static void worker_dies(void)
 {
+    _exit(99);
+}
+
+/* A fault in the worker is the file's, reported by the parent: the
+ * worker dies of it plainly, without the handlers it inherited (a
+ * sanitizer's report, a fuzzer's crash file). Its address space is capped
+ * at what it has plus the allocation limit and 1 GiB, so a size libhdf5
+ * believes fails its malloc (not under a sanitizer, whose shadow memory
+ * needs the address space). */
+static void worker_setup(void)
+{
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
+                                 SIGTRAP};
+    for (size_t i = 0; i < sizeof faults / sizeof faults[0]; i++)
+        signal(faults[i], SIG_DFL);
     extern void __sanitizer_set_report_fd(void *) __attribute__((weak));
+    extern void __sanitizer_set_death_callback(void (*)(void))
+        __attribute__((weak));
+    if (__sanitizer_set_death_callback)
+        __sanitizer_set_death_callback(worker_dies);
     if (__sanitizer_set_report_fd) {
         int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
         __sanitizer_set_report_fd((void *)(intptr_t)null);
-        return; /* a sanitizer's shadow memory needs the address space */
+        return;
     }
     size_t limit, pages = 0;
     FILE *f = fopen("/proc/self/statm", "r");
@@ -325,7 +340,7 @@ static void worker_limits(void)
 
 static _Noreturn void worker(struct qp_dump *d, int sock)
 {
-    worker_limits();
+    worker_setup();
     struct qp_h5_reader r;
     memset(&r, 0, sizeof r);
     struct qp_error err;
