@@ -179,6 +179,18 @@ static void free_outputs(struct qp_tensor **out, int n)
     }
 }
 
+/* Runs node c->n into its allocated outputs, unless every output is empty:
+ * then there is nothing to compute, and an operator must not loop over
+ * the rows of an empty tensor whose other dims are huge ([2^31, 0]). */
+static enum qp_status run_def(const struct qp_op_ctx *c, struct qp_tensor **out,
+                              struct qp_error *err)
+{
+    bool empty = c->n->n_out > 0;
+    for (int k = 0; k < c->n->n_out && empty; k++)
+        empty = !qp_tensor_numel(out[k]);
+    return empty ? QP_OK : c->n->def->run(c, out, err);
+}
+
 static enum qp_status check_input_data(const struct qp_op_ctx *c,
                                        struct qp_error *err)
 {
@@ -205,7 +217,7 @@ enum qp_status qp_exec_node(const struct qp_graph *g, int node,
     if (!st)
         st = alloc_outputs(&c, NULL, out, err);
     if (!st)
-        st = n->def->run(&c, out, err);
+        st = run_def(&c, out, err);
     if (st)
         free_outputs(out, n->n_out);
     qp_scratch_release(&own);
@@ -356,7 +368,7 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
         for (int k = 0; !st && k < n->n_out; k++)
             r->live_bytes += out[k]->nbytes;
         if (!st) {
-            st = n->def->run(&c, out, err);
+            st = run_def(&c, out, err);
             qp_run_track_peak(r); /* outputs, inputs and scratch all alive */
         }
         for (int k = 0; k < n->n_out; k++)
