@@ -65,6 +65,20 @@ enum qp_status qp_error_in_file(struct qp_error *err, const char *path)
     return qp_error_prefix(err, "'%s': ", path);
 }
 
+enum qp_status qp_error_rename(struct qp_error *err, const char *from,
+                               const char *to)
+{
+    if (!err)
+        return QP_OK;
+    char *at = *from ? strstr(err->msg, from) : NULL;
+    if (!at)
+        return err->status;
+    char rest[QP_ERROR_MSG_MAX];
+    snprintf(rest, sizeof rest, "%s", at + strlen(from));
+    snprintf(at, sizeof err->msg - (size_t)(at - err->msg), "%s%s", to, rest);
+    return err->status;
+}
+
 void qp_error_clear(struct qp_error *err)
 {
     if (err) {

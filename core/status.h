@@ -46,6 +46,12 @@ enum qp_status qp_error_prefix(struct qp_error *err, const char *fmt, ...)
  * err->status (QP_OK when err is NULL). */
 enum qp_status qp_error_in_file(struct qp_error *err, const char *path);
 
+/* Replaces the first occurrence of from in err's message by to (e.g. a
+ * temporary folder's name by the output's). Returns err->status (QP_OK
+ * when err is NULL). */
+enum qp_status qp_error_rename(struct qp_error *err, const char *from,
+                               const char *to);
+
 /* Clears err to QP_OK with an empty message. */
 void qp_error_clear(struct qp_error *err);
 

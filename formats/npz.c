@@ -337,7 +337,7 @@ static enum qp_status npzw_open(struct qp_dump_writer *w, struct qp_error *err)
     if (!st && !(nw->data_path = qp_path_join(nw->od->tmp_path, "members")))
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     if (!st && !(nw->data = fopen(nw->data_path, "wb")))
-        st = qp_fail(err, QP_E_IO, "'%s': cannot write: %s", nw->data_path,
+        st = qp_fail(err, QP_E_IO, "'%s': cannot write: %s", w->path,
                      strerror(errno));
     if (st) {
         npzw_free(nw);
@@ -439,7 +439,7 @@ static enum qp_status npzw_commit(struct qp_dump_writer *w, struct qp_error *err
     int code = 0;
     zip_t *za = st ? NULL : zip_open(archive, ZIP_CREATE | ZIP_EXCL, &code);
     if (!st && !za)
-        st = zip_open_error(archive, code, err);
+        st = zip_open_error(w->path, code, err);
     if (!st && (st = add_members(w, za, err)))
         zip_discard(za);
     else if (!st && zip_close(za) != 0) {

@@ -120,3 +120,21 @@ QP_TEST(outfile_devices_written_in_place_and_errors_named)
                 "cannot write: is a directory");
     free(full);
 }
+
+QP_TEST(outfile_error_messages_name_outputs_not_temporaries)
+{
+    struct qp_error err;
+    qp_fail(&err, QP_E_IO, "'out/.d.tmp.AbC123/index.json': write failed");
+    CHECK_INT(qp_error_rename(&err, "out/.d.tmp.AbC123", "out/d"), QP_E_IO);
+    CHECK_STR(err.msg, "'out/d/index.json': write failed");
+    qp_error_rename(&err, "absent", "x");
+    CHECK_STR(err.msg, "'out/d/index.json': write failed");
+    qp_fail(&err, QP_E_FORMAT, "tensor 'w': element 3 is nan");
+    qp_error_in_file(&err, "m.npy");
+    CHECK_STR(err.msg, "'m.npy': tensor 'w': element 3 is nan");
+    qp_error_in_file(&err, "m.npy"); /* named already: unchanged */
+    CHECK_STR(err.msg, "'m.npy': tensor 'w': element 3 is nan");
+    qp_fail(&err, QP_E_FORMAT, "'dir/x.json': bad");
+    qp_error_in_file(&err, "dir");
+    CHECK_STR(err.msg, "'dir/x.json': bad");
+}
