@@ -210,8 +210,20 @@ test_reliab_write_errors_name_the_output() {
         assert_exit 1 sh -c "ulimit -f 8; exec \"$QPROBE\" quantize a.npy --scheme w8c --fake -o lim/$out"
         assert_contains err "'lim/$out': "
         assert_contains err "File too large"
+        case "$(cat err)" in *.tmp.*) fail "a temporary name: $(cat err)" ;; esac
         [ -z "$(ls -A lim)" ] || fail "left in lim/: $(ls -A lim)"
     done
+    big_zeros in.npy 20000
+    assert_exit 1 sh -c "ulimit -f 8; exec \"$QPROBE\" quantize in.npy --scheme w8c --fake -o lim/r.raw -q"
+    assert_contains err "unknown extension"
+    mkt x.npy f32 3x1 1,2,3
+    mkt s.npy i64 3 3,1,4000
+    m=$NODE/test_expand_dim_changed/model.onnx
+    assert_exit 1 sh -c "ulimit -f 8; exec \"$QPROBE\" run $m --input data=x.npy --input new_shape=s.npy --dump lim/r -f raw-dir"
+    assert_contains err "'lim/r': "
+    assert_contains err "File too large"
+    case "$(cat err)" in *.tmp.*) fail "a temporary name: $(cat err)" ;; esac
+    [ -z "$(ls -A lim)" ] || fail "left in lim/: $(ls -A lim)"
 }
 
 test_reliab_hdf5_hostile_files_fail_cleanly() {
