@@ -241,7 +241,8 @@ test_reliab_hdf5_hostile_files_fail_cleanly() {
     assert_contains err "listing it: the file is malformed"
     cp "$S/regress-libhdf5-heap-overflow.h5" heap.h5
     assert_exit 1 "$QPROBE" diff heap.h5 heap.h5
-    assert_contains err "'heap.h5': the HDF5 library crashed"
+    assert_contains err "'heap.h5': the HDF5 library "
+    assert_contains err "the file is malformed"
     cp "$ROOT/tests/cli/data/libhdf5-endless-loop.h5" loop.h5
     assert_exit 1 timeout 60 "$QPROBE" inspect loop.h5
     assert_contains err "'loop.h5': the HDF5 library did not finish listing it in time"
