@@ -1,5 +1,7 @@
 #include "analysis/diff-report.h"
 
+#include "analysis/plot-depth.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +24,8 @@ void qp_diff_write_csv(struct qp_csv_writer *w, const struct qp_diff *d)
 {
     static const char *const header[] = {
         "rank", "name", "shape", "numel", "sqnr_db", "cosine", "mae", "max_abs",
-        "rel_l2", "ref_absmax", "nonfinite", "kl", "top1", "test_name"};
+        "rel_l2", "ref_absmax", "nonfinite", "kl", "top1", "test_name",
+        "mae_lsb", "max_lsb", "rmse_lsb", "mismatches"};
     qp_csv_row(w, header, sizeof header / sizeof header[0]);
     for (size_t i = 0; i < d->nrows; i++) {
         const struct qp_diff_row *r = &d->rows[i];
@@ -43,6 +46,15 @@ void qp_diff_write_csv(struct qp_csv_writer *w, const struct qp_diff *d)
             qp_csv_str(w, NULL);
         }
         qp_csv_str(w, r->test_name);
+        if (r->lsb.valid) {
+            qp_csv_num(w, qp_lsb_mae(&r->lsb));
+            qp_csv_num(w, r->lsb.max);
+            qp_csv_num(w, qp_lsb_rmse(&r->lsb));
+            qp_csv_int(w, (int64_t)r->lsb.mismatches);
+        } else {
+            for (int k = 0; k < 4; k++)
+                qp_csv_str(w, NULL);
+        }
         qp_csv_end_row(w);
     }
 }
@@ -127,22 +139,41 @@ enum qp_status qp_diff_plot(const char *out, const char *title,
 {
     *pending = NULL;
     size_t n = d->nrows;
-    struct qp_plot_point *pts = calloc(n + 1, sizeof *pts);
     const struct qp_diff_row **order = calloc(n + 1, sizeof *order);
-    if (!pts || !order) {
-        free(pts);
-        free(order);
-        return qp_fail(err, QP_E_NOMEM, "out of memory");
-    }
-    for (size_t i = 0; i < n; i++)
+    const char **names = calloc(n + 1, sizeof *names);
+    double *v = calloc(n + 1, sizeof *v);
+    int *block = calloc(n + 1, sizeof *block);
+    size_t *marked = calloc(n + 1, sizeof *marked), nm = 0, *pos = NULL;
+    pos = calloc(n + 1, sizeof *pos);
+    enum qp_status st = QP_OK;
+    if (!order || !names || !v || !block || !marked || !pos)
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
+    for (size_t i = 0; !st && i < n; i++)
         order[i] = &d->rows[i];
-    qsort(order, n, sizeof *order, cmp_ref_index);
-    for (size_t i = 0; i < n; i++)
-        pts[i] = (struct qp_plot_point){order[i]->name,
-                                        qp_diff_value(order[i], QP_DM_SQNR),
-                                        (size_t)(order[i] - d->rows) < worst};
-    enum qp_status st = qp_plot_sqnr(out, title, pts, n, pending, err);
-    free(pts);
+    if (!st)
+        qsort(order, n, sizeof *order, cmp_ref_index);
+    bool blocks = false;
+    for (size_t i = 0; !st && i < n; i++) {
+        names[i] = order[i]->name;
+        v[i] = qp_diff_value(order[i], QP_DM_SQNR);
+        block[i] = qp_depth_block_of(order[i]->name);
+        blocks |= block[i] >= 0;
+        pos[order[i] - d->rows] = i; /* diff rank -> plot position */
+    }
+    for (size_t r = 0; !st && r < n && r < worst; r++)
+        marked[nm++] = pos[r];
+    if (!st) {
+        struct qp_depth_series s = {"SQNR", v};
+        struct qp_depth_plot p = {title, "SQNR (dB)", n, names,
+                                  blocks ? block : NULL, &s, 1, marked, nm,
+                                  NULL};
+        st = qp_plot_depth(out, &p, pending, err);
+    }
     free(order);
+    free(names);
+    free(v);
+    free(block);
+    free(marked);
+    free(pos);
     return st;
 }

@@ -3,9 +3,11 @@
  *
  * Metrics CSV (one row per compared pair, in the diff's current order):
  *   rank,name,shape,numel,sqnr_db,cosine,mae,max_abs,rel_l2,ref_absmax,
- *   nonfinite,kl,top1,test_name
+ *   nonfinite,kl,top1,test_name,mae_lsb,max_lsb,rmse_lsb,mismatches
  * The first eleven columns are DESIGN.md's; kl and top1 are empty for
- * tensors not treated as logits; test_name is the paired test tensor.
+ * tensors not treated as logits; test_name is the paired test tensor;
+ * mae_lsb, max_lsb, rmse_lsb and mismatches are errors in steps of the
+ * test tensor's scale (analysis/lsb.h), empty unless it holds integers.
  * shape is written as dims joined by 'x' ("1x8x4x4", "scalar" for 0-d) so
  * that no field needs quoting; numel counts every element.
  *

@@ -46,7 +46,7 @@ double qp_diff_value(const struct qp_diff_row *r, enum qp_diff_metric m)
     case QP_DM_SQNR: return qp_metrics_sqnr_db(&r->m);
     case QP_DM_COSINE: return qp_metrics_cosine(&r->m);
     case QP_DM_MAE: return qp_metrics_mae(&r->m);
-    case QP_DM_MAX_ABS: return r->m.max_abs_err;
+    case QP_DM_MAX_ABS: return qp_metrics_max_abs(&r->m);
     case QP_DM_REL_L2: return qp_metrics_rel_l2(&r->m);
     case QP_DM_REF_ABSMAX: return r->m.ref_absmax;
     case QP_DM_NONFINITE: return (double)r->m.nonfinite;
@@ -144,6 +144,7 @@ struct plan {
     bool permute;
     int perm[QP_MAX_DIMS];
     char note[2 * QP_MAX_DIMS + 4];
+    char warning[QP_DIFF_WARN_MAX];
 };
 
 /* Decides how to compare descriptors r and t; a malloc'd reason in
@@ -160,8 +161,17 @@ static enum qp_status plan_pair(const struct qp_tensor *r, const struct qp_tenso
     qp_shape_str(r->ndim, r->shape, sr, sizeof sr);
     qp_shape_str(t->ndim, t->shape, st, sizeof st);
     memcpy(shape, t->shape, sizeof shape);
-    if (side_layout(r, o, false, lr) && side_layout(t, o, true, lt) &&
-        r->ndim == t->ndim && strcmp(lr, lt)) {
+    bool kr = side_layout(r, o, false, lr), kt = side_layout(t, o, true, lt);
+    if (kr != kt && r->ndim >= 3 && r->ndim == t->ndim) {
+        /* one side says how its dims are ordered, the other does not: the
+         * same shape may still hold a different order */
+        snprintf(p->warning, sizeof p->warning, "layout %s known on the %s "
+                 "side only; compared as stored (declare --layout REF:TEST)",
+                 kr ? lr : lt, kr ? "reference" : "test");
+        if (o->strict)
+            snprintf(why, sizeof why, "%s; refused under --strict", p->warning);
+    }
+    if (kr && kt && r->ndim == t->ndim && strcmp(lr, lt)) {
         if (!layout_perm(lt, lr, p->perm)) {
             snprintf(why, sizeof why, "layouts %s (reference) and %s (test) do "
                      "not have the same letters", lr, lt);
@@ -237,6 +247,8 @@ static enum qp_status compare_pair(struct qp_dump *ref, struct qp_dump *test,
     const struct qp_tensor *tc = tp ? tp : t;
     if (!st)
         st = qp_metrics_tensors(r, tc, &row->m, err);
+    if (!st)
+        st = qp_lsb_tensors(r, tc, &row->lsb, err);
     if (!st && row->logits) {
         struct qp_logits l;
         st = qp_logits_tensors(r, tc, &l, err);
@@ -301,6 +313,7 @@ enum qp_status qp_diff_plan(const struct qp_dump *ref,
         memcpy(row->perm, plan.perm, sizeof row->perm);
         row->numel = qp_tensor_numel(re);
         strcpy(row->permuted, plan.note);
+        strcpy(row->warning, plan.warning);
         row->name = strdup(re->name);
         row->test_name = strdup(te->name);
         out->nrows++;
@@ -356,8 +369,10 @@ static int cmp_rows(const void *a, const void *b, void *arg)
 {
     const struct qp_diff_row *x = a, *y = b;
     enum qp_diff_metric m = *(const enum qp_diff_metric *)arg;
-    if (m != QP_DM_ORDER && x->m.nonfinite != y->m.nonfinite)
-        return x->m.nonfinite > y->m.nonfinite ? -1 : 1;
+    uint64_t bx = x->m.nonfinite + x->m.ref_nonfinite,
+             by = y->m.nonfinite + y->m.ref_nonfinite;
+    if (m != QP_DM_ORDER && bx != by)
+        return bx > by ? -1 : 1;
     double vx = qp_diff_value(x, m), vy = qp_diff_value(y, m);
     if (isnan(vx) != isnan(vy))
         return isnan(vx) ? 1 : -1;
@@ -422,8 +437,19 @@ enum qp_status qp_diff_cond_parse(const char *s, struct qp_diff_cond *out,
     return QP_OK;
 }
 
+/* The error metrics that a comparison with NaN/Inf must fail. */
+static bool error_metric(enum qp_diff_metric m)
+{
+    return m == QP_DM_SQNR || m == QP_DM_COSINE || m == QP_DM_MAE ||
+           m == QP_DM_MAX_ABS || m == QP_DM_REL_L2;
+}
+
 bool qp_diff_cond_hit(const struct qp_diff_cond *c, const struct qp_diff_row *r)
 {
+    /* NaN is never a pass: a pair with NaN/Inf crosses every threshold on
+     * an error metric, whatever the comparison */
+    if (error_metric(c->metric) && (r->m.nonfinite || r->m.ref_nonfinite))
+        return true;
     double v = qp_diff_value(r, c->metric);
     if (isnan(v))
         return false;
@@ -436,4 +462,42 @@ bool qp_diff_cond_hit(const struct qp_diff_cond *c, const struct qp_diff_row *r)
     case QP_OP_NE: return v != c->value;
     }
     return false;
+}
+
+enum qp_status qp_diff_conds_add(const char *arg, struct qp_diff_cond **conds,
+                                 size_t *n, struct qp_error *err)
+{
+    size_t len = strlen(arg);
+    const char *p = arg;
+    if (!len)
+        return qp_fail(err, QP_E_INVAL, "an empty condition (expected e.g. "
+                       "'sqnr_db<25')");
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t l = comma ? (size_t)(comma - p) : strlen(p);
+        char item[128];
+        size_t lead = 0;
+        while (lead < l && isspace((unsigned char)p[lead]))
+            lead++;
+        if (lead == l)
+            return qp_fail(err, QP_E_INVAL, "'%s': an empty condition between "
+                           "commas (expected e.g. 'sqnr_db<25,cosine<0.99')",
+                           arg);
+        if (l >= sizeof item)
+            return qp_fail(err, QP_E_INVAL, "condition '%.40s...' is too long",
+                           p);
+        memcpy(item, p, l);
+        item[l] = '\0';
+        struct qp_diff_cond *nc = realloc(*conds, (*n + 1) * sizeof *nc);
+        if (!nc)
+            return qp_fail(err, QP_E_NOMEM, "out of memory");
+        *conds = nc;
+        enum qp_status st = qp_diff_cond_parse(item, &nc[*n], err);
+        if (st)
+            return st;
+        (*n)++;
+        if (!comma)
+            return QP_OK;
+        p = comma + 1;
+    }
 }

@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "analysis/align.h"
+#include "analysis/lsb.h"
 #include "analysis/metrics.h"
 #include "core/progress.h"
 #include "formats/dump.h"
@@ -60,6 +61,8 @@ struct qp_layout_decl {
 enum qp_status qp_layout_decl_parse(const char *s, struct qp_layout_decl *out,
                                     struct qp_error *err);
 
+#define QP_DIFF_WARN_MAX 160
+
 /* ---- running ------------------------------------------------------------------------ */
 
 struct qp_diff_opts {
@@ -68,6 +71,8 @@ struct qp_diff_opts {
     const char *const *logits_globs; /* fnmatch patterns on reference names */
     size_t nlogits;
     const struct qp_progress *progress; /* may be NULL */
+    /* refuse pairs a warning is given for (a layout known on one side) */
+    bool strict;
 };
 
 struct qp_diff_row {
@@ -82,7 +87,10 @@ struct qp_diff_row {
     bool permute;     /* test permuted into the reference's layout: */
     int perm[QP_MAX_DIMS];              /* test dims in reference order */
     char permuted[2 * QP_MAX_DIMS + 4]; /* "NHWC->NCHW" or "" */
+    char warning[QP_DIFF_WARN_MAX];     /* "" or one sentence, e.g. a layout
+                                           tag on one side only (rank >= 3) */
     struct qp_metrics m;
+    struct qp_lsb lsb; /* valid when the test tensor is integer with a scale */
     bool logits;      /* kl and top1 computed */
     double kl, top1;  /* NaN unless logits (and until computed) */
 };
@@ -151,7 +159,15 @@ struct qp_diff_cond {
 enum qp_status qp_diff_cond_parse(const char *s, struct qp_diff_cond *out,
                                   struct qp_error *err);
 
-/* True when row r crosses c (a NaN value never does). */
+/* True when row r crosses c. A pair with NaN/Inf on either side crosses
+ * every condition on sqnr_db, cosine, mae, max_abs and rel_l2 (NaN is never
+ * a pass); otherwise a NaN value (kl of a non-logit) never crosses. */
 bool qp_diff_cond_hit(const struct qp_diff_cond *c, const struct qp_diff_row *r);
+
+/* Parses one --fail-if argument, conditions joined by ',' ("a<1,b>2"),
+ * appending to (*conds)[*n] (realloc'd; the caller frees *conds). An empty
+ * argument or an empty condition between commas is QP_E_INVAL. */
+enum qp_status qp_diff_conds_add(const char *arg, struct qp_diff_cond **conds,
+                                 size_t *n, struct qp_error *err);
 
 #endif

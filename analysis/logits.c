@@ -33,6 +33,26 @@ double qp_logits_row_kl(const float *ref, const float *test, size_t c,
     return kl > 0 ? kl : 0; /* rounding may leave a tiny negative */
 }
 
+/* KL(p||q) of rows of probabilities (p, q >= 0, rows summing to 1): terms
+ * with p == 0 add nothing; q is floored at 1e-30 so a class the test
+ * rules out costs a large but finite amount. */
+static double probs_row_kl(const float *ref, const float *test, size_t c,
+                           bool *agree)
+{
+    size_t ar = 0, at = 0;
+    double kl = 0;
+    for (size_t i = 0; i < c; i++) {
+        ar = ref[i] > ref[ar] ? i : ar;
+        at = test[i] > test[at] ? i : at;
+        if (ref[i] > 0) {
+            double q = test[i] > 1e-30f ? (double)test[i] : 1e-30;
+            kl += (double)ref[i] * (log((double)ref[i]) - log(q));
+        }
+    }
+    *agree = ar == at;
+    return kl > 0 ? kl : 0;
+}
+
 static bool row_finite(const float *x, size_t c)
 {
     for (size_t i = 0; i < c; i++)
@@ -44,6 +64,7 @@ static bool row_finite(const float *x, size_t c)
 struct rows_ctx {
     const struct qp_tensor *ref, *test;
     size_t rows, classes;
+    bool probs;
     struct qp_logits *part; /* [nthreads] */
     bool nomem;
 };
@@ -69,7 +90,8 @@ static void rows_share(void *arg, int t, int nthreads)
         if (!row_finite(r, c->classes) || !row_finite(q, c->classes))
             continue;
         bool agree;
-        l->kl_sum += qp_logits_row_kl(r, q, c->classes, &agree);
+        l->kl_sum += c->probs ? probs_row_kl(r, q, c->classes, &agree)
+                              : qp_logits_row_kl(r, q, c->classes, &agree);
         l->finite_rows++;
         l->agree += agree;
     }
@@ -80,6 +102,38 @@ enum qp_status qp_logits_tensors(const struct qp_tensor *ref,
                                  const struct qp_tensor *test,
                                  struct qp_logits *out, struct qp_error *err)
 {
+    return qp_logits_tensors_as(ref, test, false, out, err);
+}
+
+bool qp_logits_look_like_probs(const struct qp_tensor *t)
+{
+    size_t n = qp_tensor_numel(t);
+    size_t c = t->ndim ? (size_t)t->shape[t->ndim - 1] : 1;
+    if (!n || c < 2 || !t->data)
+        return false;
+    float buf[256];
+    double sum = 0;
+    for (size_t i = 0; i < n; i += 256) {
+        size_t k = n - i < 256 ? n - i : 256;
+        qp_tensor_read_f32(t, i, k, buf);
+        for (size_t j = 0; j < k; j++) {
+            if (!(buf[j] >= 0.0f && buf[j] <= 1.0f))
+                return false;
+            sum += buf[j];
+            if ((i + j + 1) % c == 0) {
+                if (fabs(sum - 1.0) > 1e-3)
+                    return false;
+                sum = 0;
+            }
+        }
+    }
+    return true;
+}
+
+enum qp_status qp_logits_tensors_as(const struct qp_tensor *ref,
+                                    const struct qp_tensor *test, bool probs,
+                                    struct qp_logits *out, struct qp_error *err)
+{
     *out = (struct qp_logits){0};
     size_t n = qp_tensor_numel(ref);
     if (qp_tensor_numel(test) != n)
@@ -89,7 +143,7 @@ enum qp_status qp_logits_tensors(const struct qp_tensor *ref,
     size_t classes = ref->ndim ? (size_t)ref->shape[ref->ndim - 1] : 1;
     if (!classes || !n)
         return QP_OK;
-    struct rows_ctx c = {ref, test, n / classes, classes, NULL, false};
+    struct rows_ctx c = {ref, test, n / classes, classes, probs, NULL, false};
     /* a row costs about 3 exp() per class: thread above ~64K classes*rows */
     int nthreads = n >= ((size_t)1 << 16) ? qp_parallel_threads() : 1;
     if ((size_t)nthreads > c.rows)

@@ -32,6 +32,16 @@ enum qp_status qp_logits_tensors(const struct qp_tensor *ref,
                                  const struct qp_tensor *test,
                                  struct qp_logits *out, struct qp_error *err);
 
+/* The same for tensors of probabilities (a Softmax output): KL of the
+ * rows as they are, with test probabilities floored at 1e-30. */
+enum qp_status qp_logits_tensors_as(const struct qp_tensor *ref,
+                                    const struct qp_tensor *test, bool probs,
+                                    struct qp_logits *out, struct qp_error *err);
+
+/* True when every row of t (over the last axis, at least 2 classes) holds
+ * values in [0, 1] summing to 1 within 1e-3: probabilities. */
+bool qp_logits_look_like_probs(const struct qp_tensor *t);
+
 double qp_logits_kl(const struct qp_logits *l);
 double qp_logits_top1(const struct qp_logits *l);
 

@@ -4,6 +4,7 @@
 #include "analysis/metrics.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,8 +132,17 @@ void qp_metrics_merge(struct qp_metrics *into, const struct qp_metrics *m)
                           m->max_abs_err, m->ref_absmax);
 }
 
+/* A comparison with NaN/Inf on either side has no meaningful error figure:
+ * it reports NaN (-inf SQNR), so that no threshold can pass it. */
+static bool broken(const struct qp_metrics *m)
+{
+    return m->nonfinite || m->ref_nonfinite;
+}
+
 double qp_metrics_sqnr_db(const struct qp_metrics *m)
 {
+    if (broken(m))
+        return -INFINITY;
     if (m->sum_err2 == 0)
         return INFINITY;
     if (m->sum_ref2 == 0)
@@ -142,6 +152,8 @@ double qp_metrics_sqnr_db(const struct qp_metrics *m)
 
 double qp_metrics_cosine(const struct qp_metrics *m)
 {
+    if (broken(m))
+        return NAN;
     if (m->sum_ref2 == 0 || m->sum_test2 == 0)
         return m->sum_ref2 == m->sum_test2 ? 1.0 : 0.0;
     double c = m->sum_dot / (sqrt(m->sum_ref2) * sqrt(m->sum_test2));
@@ -150,11 +162,20 @@ double qp_metrics_cosine(const struct qp_metrics *m)
 
 double qp_metrics_mae(const struct qp_metrics *m)
 {
+    if (broken(m))
+        return NAN;
     return m->numel ? m->sum_abs_err / (double)m->numel : 0.0;
+}
+
+double qp_metrics_max_abs(const struct qp_metrics *m)
+{
+    return broken(m) ? NAN : m->max_abs_err;
 }
 
 double qp_metrics_rel_l2(const struct qp_metrics *m)
 {
+    if (broken(m))
+        return NAN;
     if (m->sum_err2 == 0)
         return 0.0;
     if (m->sum_ref2 == 0)

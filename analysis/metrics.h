@@ -12,9 +12,12 @@
  * reference's in ref_nonfinite. ref_absmax is the largest |ref| over the
  * finite reference values.
  *
- * Edge cases: no finite pair (empty or all non-finite) gives sqnr +inf,
- * cosine 1, mae 0, rel_l2 0. One side all zero and the other not: cosine
- * 0; a zero reference with a non-zero error: sqnr -inf, rel_l2 +inf.
+ * A tensor pair with any NaN/Inf (either side) has no error figure: the
+ * accessors give sqnr -inf and NaN cosine, mae, max_abs and rel_l2, so no
+ * threshold passes it (NaN is never a pass). Other edge cases: no pair at
+ * all (empty tensors) gives sqnr +inf, cosine 1, mae 0, rel_l2 0. One side
+ * all zero and the other not: cosine 0; a zero reference with a non-zero
+ * error: sqnr -inf, rel_l2 +inf.
  *
  * Implementations: a portable reference (analysis/metrics.c) and AVX2 and
  * AVX-512 variants, chosen once at run time like the kernels'
@@ -49,6 +52,7 @@ void qp_metrics_merge(struct qp_metrics *into, const struct qp_metrics *m);
 double qp_metrics_sqnr_db(const struct qp_metrics *m);
 double qp_metrics_cosine(const struct qp_metrics *m);
 double qp_metrics_mae(const struct qp_metrics *m);
+double qp_metrics_max_abs(const struct qp_metrics *m);
 double qp_metrics_rel_l2(const struct qp_metrics *m);
 
 /* Metrics of two whole tensors of equal element count, any dtype

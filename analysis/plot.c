@@ -67,7 +67,7 @@ static char *with_ext(const char *path, const char *ext)
 }
 
 /* s as a gnuplot single-quoted string ('' stands for '). */
-static void put_quoted(FILE *f, const char *s)
+void qp_plot_quote(FILE *f, const char *s)
 {
     fputc('\'', f);
     for (; *s; s++) {
@@ -151,9 +151,9 @@ static enum qp_status write_script(FILE *f, const char *out, const char *body)
     fprintf(f, "# made by qprobe; to draw it again: cd to this folder, gnuplot %s\n",
             gp);
     fputs("if (!exists(\"qp_dat\")) qp_dat = ", f);
-    put_quoted(f, dat);
+    qp_plot_quote(f, dat);
     fputs("\nif (!exists(\"qp_out\")) qp_out = ", f);
-    put_quoted(f, base_name(out));
+    qp_plot_quote(f, base_name(out));
     fprintf(f, "\nset terminal %s size 1200,600 noenhanced font \"sans,10\"\n"
                "set output qp_out\n%s",
             qp_str_ends_with(out, ".svg") ? "svg" : "pngcairo", body);
@@ -211,77 +211,34 @@ enum qp_status qp_plot_render(const char *out, const char *dat,
     return QP_OK;
 }
 
-/* ---- SQNR per tensor --------------------------------------------------------------- */
-
-enum qp_status qp_plot_sqnr(const char *out, const char *title,
-                            const struct qp_plot_point *pts, size_t n,
-                            struct qp_plot **pending, struct qp_error *err)
+enum qp_status qp_plot_text_open(struct qp_plot_text *t, struct qp_error *err)
 {
-    double lo = INFINITY, hi = -INFINITY;
-    for (size_t i = 0; i < n; i++)
-        if (isfinite(pts[i].value)) {
-            lo = pts[i].value < lo ? pts[i].value : lo;
-            hi = pts[i].value > hi ? pts[i].value : hi;
-        }
-    if (lo > hi)
-        lo = 0, hi = 100;
-    double pad = (hi - lo) * 0.08 + 2, top = hi + pad, bottom = lo - pad;
-    char *dat = NULL, *body = NULL;
-    size_t dlen, blen;
-    FILE *d = open_memstream(&dat, &dlen);
-    FILE *b = d ? open_memstream(&body, &blen) : NULL;
-    if (!d || !b) {
-        if (d)
-            fclose(d);
-        free(dat);
+    *t = (struct qp_plot_text){0};
+    t->dat = open_memstream(&t->dbuf, &t->dlen);
+    t->body = t->dat ? open_memstream(&t->bbuf, &t->blen) : NULL;
+    if (!t->body) {
+        if (t->dat)
+            fclose(t->dat);
+        free(t->dbuf);
+        *t = (struct qp_plot_text){0};
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     }
-    /* index, value as drawn, kind (0 finite, 1 +inf, 2 -inf/nan), mark, name */
-    fprintf(d, "# index sqnr_db_drawn kind(0 finite,1 inf,2 -inf/nan) worst name\n");
-    for (size_t i = 0; i < n; i++) {
-        double v = pts[i].value;
-        int kind = isfinite(v) ? 0 : v > 0 ? 1 : 2;
-        fprintf(d, "%zu %.9g %d %d \"", i, kind == 0 ? v : kind == 1 ? top : bottom,
-                kind, pts[i].mark);
-        for (const char *s = pts[i].name; *s; s++)
-            fputc(*s == '"' ? '\'' : *s, d);
-        fputs("\"\n", d);
-    }
-    fputs("set title ", b);
-    put_quoted(b, title);
-    fprintf(b, "\nset xlabel 'tensor (reference dump order)'\n"
-               "set ylabel 'SQNR (dB)'\nset grid\nset key outside right top\n"
-               "set yrange [%.9g:%.9g]\nset xrange [-0.5:%zu.5]\nplot ",
-            bottom, top, n ? n - 1 : 0);
-    /* one clause per kind of point present, so the key lists only those */
-    static const char *const clauses[] = {
-        "qp_dat using 1:($3 == 0 ? $2 : 1/0) with linespoints pt 7 ps 0.6 "
-        "lc rgb '#4477aa' title 'SQNR'",
-        "qp_dat using 1:($3 == 1 ? $2 : 1/0) with points pt 8 ps 1.2 "
-        "lc rgb '#228833' title 'no error (inf)'",
-        "qp_dat using 1:($3 == 2 ? $2 : 1/0) with points pt 9 ps 1.2 "
-        "lc rgb '#000000' title '-inf / nan'",
-        "qp_dat using 1:($4 > 0 ? $2 : 1/0) with points pt 6 ps 2 lw 2 "
-        "lc rgb '#cc3311' title 'worst', \\\n     qp_dat using "
-        "1:($4 > 0 ? $2 : 1/0):5 with labels left rotate by 30 offset 1,0.5 "
-        "tc rgb '#cc3311' notitle",
-    };
-    bool present[4] = {n == 0, false, false, false};
-    for (size_t i = 0; i < n; i++) {
-        double v = pts[i].value;
-        present[isfinite(v) ? 0 : v > 0 ? 1 : 2] = true;
-        present[3] = present[3] || pts[i].mark;
-    }
-    for (int k = 0, first = 1; k < 4; k++)
-        if (present[k]) {
-            fprintf(b, "%s%s", first ? "" : ", \\\n     ", clauses[k]);
-            first = 0;
-        }
-    fputc('\n', b);
-    int bad = fclose(d) | fclose(b);
-    enum qp_status st = bad ? qp_fail(err, QP_E_NOMEM, "out of memory")
-                            : qp_plot_render(out, dat, body, pending, err);
-    free(dat);
-    free(body);
+    return QP_OK;
+}
+
+enum qp_status qp_plot_text_render(struct qp_plot_text *t, const char *out,
+                                   bool fail, struct qp_plot **pending,
+                                   struct qp_error *err)
+{
+    *pending = NULL;
+    int bad = fclose(t->dat) | fclose(t->body);
+    enum qp_status st = fail ? QP_E_NOMEM
+                      : bad ? qp_fail(err, QP_E_NOMEM, "out of memory")
+                            : qp_plot_render(out, t->dbuf, t->bbuf, pending, err);
+    if (fail)
+        qp_fail(err, QP_E_NOMEM, "out of memory");
+    free(t->dbuf);
+    free(t->bbuf);
+    *t = (struct qp_plot_text){0};
     return st;
 }

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "core/status.h"
 
@@ -40,18 +41,23 @@ enum qp_status qp_plot_commit(struct qp_plot *p, struct qp_error *err);
 /* Removes the temporary files; frees p. NULL is ignored. */
 void qp_plot_abort(struct qp_plot *p);
 
-/* One point of a per-tensor plot, in dump order. */
-struct qp_plot_point {
-    const char *name;
-    double value; /* may be +-inf or NaN */
-    bool mark;    /* drawn and labelled as one of the worst */
+/* The two texts a plot is made of, written with stdio into memory. */
+struct qp_plot_text {
+    FILE *dat, *body;
+    char *dbuf, *bbuf;
+    size_t dlen, blen;
 };
 
-/* SQNR (dB) per tensor in dump order; marked points in red with their
- * names. Infinite values (no error) are drawn at the top of the plot as
- * open triangles, -inf and NaN at the bottom. */
-enum qp_status qp_plot_sqnr(const char *out, const char *title,
-                            const struct qp_plot_point *pts, size_t n,
-                            struct qp_plot **pending, struct qp_error *err);
+/* Opens both streams; QP_E_NOMEM when they cannot be. */
+enum qp_status qp_plot_text_open(struct qp_plot_text *t, struct qp_error *err);
+
+/* Closes both streams and renders them (qp_plot_render) unless fail is
+ * set; frees the texts either way. */
+enum qp_status qp_plot_text_render(struct qp_plot_text *t, const char *out,
+                                   bool fail, struct qp_plot **pending,
+                                   struct qp_error *err);
+
+/* Writes s as a single-quoted gnuplot string ('' for a quote). */
+void qp_plot_quote(FILE *f, const char *s);
 
 #endif

@@ -76,8 +76,9 @@ int main(int argc, char **argv)
            (long long)rows, (long long)cols, (double)bytes / 1e6, reps);
     printf("  memcpy           %7.2f GB/s (baseline)\n", gbs_base);
     static const struct bcase cases[] = {
-        {"w8c", {{8, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN}},
-        {"w4g128", {{4, false, false}, QP_GRAN_GROUP, 128, QP_WALGO_RTN}},
+        {"w8c", {.f = {8, false, false}, .gran = QP_GRAN_CHANNEL}},
+        {"w4g128",
+         {.f = {4, false, false}, .gran = QP_GRAN_GROUP, .group = 128}},
     };
     struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

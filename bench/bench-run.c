@@ -93,7 +93,7 @@ static int best_time(const struct qp_graph *g, const struct qp_tensor *const *fe
                      struct qp_exec_stats *st, struct qp_error *err)
 {
     struct qp_tensor *outs[8] = {0};
-    struct qp_exec_opts o = {NULL, NULL, NULL, h, NULL};
+    struct qp_exec_opts o = {.hooks = h};
     double spent = 0;
     *best = 1e9;
     for (int run = 0; run < 12 && (run < 4 || spent < 3.0); run++) {
@@ -116,7 +116,8 @@ static int int_time(const struct qp_graph *g, const struct qp_tensor *const *fee
 {
     struct qp_scheme sc;
     struct qp_qplan *p = NULL;
-    struct qp_qplan_opts o = {QP_MODE_INT, &sc, NULL, QP_RQ_TFLITE_DOUBLE};
+    struct qp_qplan_opts o = {.mode = QP_MODE_INT, .scheme = &sc,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     struct qp_exec_hooks h;
     int rc = 1;
     if (!qp_scheme_parse("w8c+a8t", &sc, NULL, err) &&

@@ -5,8 +5,6 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 
-static const struct qp_cli_opt opts[] = {{0}};
-
 static const struct qp_cli cli = {
     "demo",
     "",
@@ -15,19 +13,15 @@ static const struct qp_cli cli = {
     "layer, inspects and diffs them, then fetches PP-OCRv4's recognizer\n"
     "(pinned) and quantizes it, runs it in fp32, fake-quant and int8 and\n"
     "diffs the runs; the report lands in reports/demo/ (see data/README.md).",
-    opts,
+    0, 0, NULL,
 };
 
 int cmd_demo(int argc, char **argv)
 {
-    struct qp_cli_state st = {0};
-    const char *arg;
-    int c;
-    while ((c = qp_cli_next(&st, argc, argv, &cli, &arg)) != QP_CLI_END)
-        if (c == QP_CLI_HELP)
-            return QP_EXIT_OK;
-        else if (c == QP_CLI_ERROR)
-            return QP_EXIT_USAGE;
+    struct qp_cli_opt opts[] = {QP_OPT_END_};
+    int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
+    if (rc != QP_CLI_GO)
+        return rc;
     qp_cli_error("the demo runs from the source tree: 'make demo' (it builds "
                  "its data generator and fetches the model; see 'qprobe demo "
                  "--help')");

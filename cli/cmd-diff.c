@@ -4,55 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/diff-dumps.h"
 #include "analysis/diff-report.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/table.h"
-
-enum {
-    OPT_MAP, OPT_LAYOUT, OPT_LOGITS, OPT_SORT, OPT_TOP, OPT_CSV, OPT_PLOT,
-    OPT_MARK, OPT_ALIGN, OPT_FAIL_IF, OPT_STRICT, OPT_OUTPUT, OPT_VERBOSE,
-    OPT_QUIET, OPT_COUNT
-};
-
-static const struct qp_cli_opt opts[] = {
-    [OPT_MAP] = {"map", 0, true, "FILE", "name map (JSON: explicit pairs and "
-                                         "regex rules; see below)"},
-    [OPT_LAYOUT] = {"layout", 0, true, "REF:TEST",
-                    "declare layouts, e.g. NCHW:NHWC; the test tensor is "
-                    "permuted into the reference's (repeatable, one per rank)"},
-    [OPT_LOGITS] = {"logits", 0, true, "GLOB",
-                    "reference names treated as logits (kl, top1 over the "
-                    "last axis); repeatable; default '*logits*'"},
-    [OPT_SORT] = {"sort", 0, true, "METRIC",
-                  "rank by sqnr_db (default), cosine, mae, max_abs, rel_l2, "
-                  "ref_absmax, nonfinite, numel, kl, top1 or order"},
-    [OPT_TOP] = {"top", 'n', true, "N", "rows of the terminal table (default "
-                                        "20, 0: all)"},
-    [OPT_CSV] = {"csv", 0, true, "FILE", "write every row as CSV ('-' for "
-                                         "stdout)"},
-    [OPT_PLOT] = {"plot", 0, true, "FILE", "SQNR per tensor in dump order, "
-                                           "FILE.png or FILE.svg (gnuplot; the "
-                                           ".gp and .dat are kept beside it)"},
-    [OPT_MARK] = {"mark", 0, true, "N", "worst tensors marked on the plot "
-                                        "(default 5)"},
-    [OPT_ALIGN] = {"align-report", 0, true, "FILE",
-                   "write the alignment (pairs, how, unpaired names) as CSV"},
-    [OPT_FAIL_IF] = {"fail-if", 0, true, "COND",
-                     "exit 3 when a tensor meets COND, e.g. 'sqnr_db<25'; "
-                     "repeatable, or several joined by ','"},
-    [OPT_STRICT] = {"strict", 0, false, NULL,
-                    "fail (exit 1) when a tensor is unpaired or a pair is "
-                    "refused"},
-    [OPT_OUTPUT] = {"output", 'o', true, "FILE",
-                    "write the table to FILE instead of stdout"},
-    [OPT_VERBOSE] = {"verbose", 'v', false, NULL,
-                     "list every pair of the alignment, exact ones too"},
-    [OPT_QUIET] = {"quiet", 'q', false, NULL,
-                   "no alignment summary and no progress on stderr"},
-    {0},
-};
-_Static_assert(sizeof opts / sizeof opts[0] == OPT_COUNT + 1, "an entry per option");
 
 static const struct qp_cli cli = {
     "diff", "REF TEST [options]",
@@ -95,15 +51,14 @@ static const struct qp_cli cli = {
     "non-logits).\n"
     "Exit codes: 0 ok, 1 failure, 2 usage error, 3 a --fail-if condition was "
     "met.",
-    opts,
+    2, 2, "REF and TEST",
 };
 
 struct args {
     const char *map, *csv, *plot, *align, *output;
     struct qp_layout_decl layouts[QP_MAX_DIMS];
     size_t nlayouts;
-    const char **logits;
-    size_t nlogits;
+    struct qp_cli_list logits;
     struct qp_diff_cond *conds;
     size_t nconds;
     enum qp_diff_metric sort;
@@ -111,75 +66,40 @@ struct args {
     bool strict, verbose, quiet;
 };
 
-/* Parses one --fail-if argument ("a<1,b>2") into a->conds. */
-static int add_conds(struct args *a, const char *arg)
+static enum qp_status parse_layout(const char *arg, void *dest,
+                                   struct qp_error *err)
 {
-    char *s = strdup(arg), *save = NULL;
-    if (!s)
-        return qp_cli_usage(&cli, "out of memory");
-    int rc = QP_EXIT_OK;
-    for (char *tok = strtok_r(s, ",", &save); tok && !rc;
-         tok = strtok_r(NULL, ",", &save)) {
-        struct qp_diff_cond *nc = realloc(a->conds, (a->nconds + 1) * sizeof *nc);
-        struct qp_error err = {0};
-        if (!nc)
-            rc = qp_cli_usage(&cli, "out of memory");
-        else if (a->conds = nc, qp_diff_cond_parse(tok, &nc[a->nconds], &err))
-            rc = qp_cli_usage(&cli, "%s", err.msg);
-        else
-            a->nconds++;
-    }
-    free(s);
-    return rc;
-}
-
-static int parse_count(const char *arg, const char *what, int64_t *out)
-{
-    if (!qp_cli_parse_i64(arg, out) || *out < 0)
-        return qp_cli_usage(&cli, "%s must be a count >= 0, not '%s'", what, arg);
-    return QP_EXIT_OK;
-}
-
-static int parse_opt(struct args *a, int o, const char *arg)
-{
-    struct qp_error err = {0};
-    switch (o) {
-    case OPT_MAP: a->map = arg; break;
-    case OPT_CSV: a->csv = arg; break;
-    case OPT_ALIGN: a->align = arg; break;
-    case OPT_OUTPUT: a->output = arg; break;
-    case OPT_STRICT: a->strict = true; break;
-    case OPT_VERBOSE: a->verbose = true; break;
-    case OPT_QUIET: a->quiet = true; break;
-    case OPT_PLOT:
-        if (!qp_plot_path_ok(arg))
-            return qp_cli_usage(&cli, "--plot '%s': must end in .png or .svg", arg);
-        a->plot = arg;
-        break;
-    case OPT_LAYOUT:
-        if (a->nlayouts == QP_MAX_DIMS)
-            return qp_cli_usage(&cli, "at most %d --layout options", QP_MAX_DIMS);
-        if (qp_layout_decl_parse(arg, &a->layouts[a->nlayouts], &err))
-            return qp_cli_usage(&cli, "%s", err.msg);
+    struct args *a = dest;
+    if (a->nlayouts == QP_MAX_DIMS)
+        return qp_fail(err, QP_E_INVAL, "at most %d layouts", QP_MAX_DIMS);
+    enum qp_status st = qp_layout_decl_parse(arg, &a->layouts[a->nlayouts], err);
+    if (!st)
         a->nlayouts++;
-        break;
-    case OPT_LOGITS: {
-        const char **nl = realloc(a->logits, (a->nlogits + 1) * sizeof *nl);
-        if (!nl)
-            return qp_cli_usage(&cli, "out of memory");
-        a->logits = nl;
-        a->logits[a->nlogits++] = arg;
-        break;
-    }
-    case OPT_SORT:
-        if (!qp_diff_metric_from_name(arg, &a->sort))
-            return qp_cli_usage(&cli, "unknown metric '%s' for --sort", arg);
-        break;
-    case OPT_TOP: return parse_count(arg, "--top", &a->top);
-    case OPT_MARK: return parse_count(arg, "--mark", &a->mark);
-    case OPT_FAIL_IF: return add_conds(a, arg);
-    }
-    return QP_EXIT_OK;
+    return st;
+}
+
+static enum qp_status parse_fail_if(const char *arg, void *dest,
+                                    struct qp_error *err)
+{
+    struct args *a = dest;
+    return qp_diff_conds_add(arg, &a->conds, &a->nconds, err);
+}
+
+static enum qp_status parse_sort(const char *arg, void *dest,
+                                 struct qp_error *err)
+{
+    if (!qp_diff_metric_from_name(arg, dest))
+        return qp_fail(err, QP_E_INVAL, "unknown metric '%s'", arg);
+    return QP_OK;
+}
+
+static enum qp_status parse_plot(const char *arg, void *dest,
+                                 struct qp_error *err)
+{
+    if (!qp_plot_path_ok(arg))
+        return qp_fail(err, QP_E_INVAL, "'%s' must end in .png or .svg", arg);
+    *(const char **)dest = arg;
+    return QP_OK;
 }
 
 /* ---- alignment on stderr ------------------------------------------------------- */
@@ -307,7 +227,8 @@ static enum qp_status write_outputs(const struct args *a, struct qp_dump *ref,
     qp_csv_abort(csv);
     qp_csv_abort(align);
     /* stdout last: the files are complete even if the reader stops early */
-    if (!st && (!a->output || !strcmp(a->output, "-")) &&
+    bool csv_stdout = a->csv && !strcmp(a->csv, "-"); /* stdout is the CSV's */
+    if (!st && (!a->output || !strcmp(a->output, "-")) && !csv_stdout &&
         (!print_table(d, a, ref->path, test->path, stdout) || fflush(stdout)))
         st = qp_fail(err, QP_E_IO, "stdout: write failed");
     return st;
@@ -342,89 +263,97 @@ static bool check_conds(const struct args *a, const struct qp_diff *d)
 
 /* ---- the command --------------------------------------------------------------------- */
 
+static void print_warnings(const struct qp_diff *d)
+{
+    for (size_t i = 0; i < d->nrows; i++)
+        if (d->rows[i].warning[0])
+            qp_cli_warn("'%s': %s", d->rows[i].name, d->rows[i].warning);
+}
+
 static int run(struct args *a, const char *ref_path, const char *test_path)
 {
     struct qp_error err = {0};
-    struct qp_dump *ref = NULL, *test = NULL;
-    struct qp_align_map *map = NULL;
-    struct qp_align al = {0};
-    struct qp_diff d = {0};
-    const char *names_fail = NULL;
-    const char **rn = NULL, **tn = NULL;
-    enum qp_status st = qp_dump_open(ref_path, QP_DUMP_AUTO, &ref, &err);
-    if (!st)
-        st = qp_dump_open(test_path, QP_DUMP_AUTO, &test, &err);
-    if (!st && a->map)
-        st = qp_align_map_load(a->map, &map, &err);
-    if (!st) {
-        rn = calloc(qp_dump_count(ref) + 1, sizeof *rn);
-        tn = calloc(qp_dump_count(test) + 1, sizeof *tn);
-        if (!rn || !tn)
-            st = qp_fail(&err, QP_E_NOMEM, "out of memory");
-        for (size_t i = 0; !st && i < qp_dump_count(ref); i++)
-            rn[i] = qp_dump_entry(ref, i)->name;
-        for (size_t i = 0; !st && i < qp_dump_count(test); i++)
-            tn[i] = qp_dump_entry(test, i)->name;
-    }
-    if (!st)
-        st = qp_align_names(rn, qp_dump_count(ref), tn, qp_dump_count(test), map,
-                            &al, &err);
+    struct qp_diff_dumps dd;
     static const char *const default_logits[] = {"*logits*"};
     struct qp_progress prog = qp_cli_progress(a->quiet);
-    struct qp_diff_opts o = {a->layouts, a->nlayouts,
-                             a->nlogits ? a->logits : default_logits,
-                             a->nlogits ? a->nlogits : 1, &prog};
+    struct qp_diff_opts o = {
+        .layouts = a->layouts, .nlayouts = a->nlayouts,
+        .logits_globs = a->logits.n ? a->logits.v : default_logits,
+        .nlogits = a->logits.n ? a->logits.n : 1, .progress = &prog,
+        .strict = a->strict};
+    enum qp_status st = qp_diff_dumps_open(ref_path, test_path, a->map, &o, &dd,
+                                           &err);
     /* the alignment (with the refusals, known from the listings) is shown
      * before the long part starts */
-    if (!st)
-        st = qp_diff_plan(ref, test, &al, &o, &d, &err);
     if (!st && !a->quiet)
-        st = print_alignment(ref, test, &al, &d, a->verbose, &err);
-    if (!st && !d.nrows)
-        names_fail = al.npairs ? "every pair was refused"
-                               : "no tensor names pair up (see --map)";
-    else if (!st && a->strict && (d.nrefused || al.nref_only || al.ntest_only))
-        names_fail = "--strict: some tensors are unpaired or refused";
-    if (names_fail)
-        st = qp_fail(&err, QP_E_NOTFOUND, "'%s' vs '%s': %s", ref_path, test_path,
-                     names_fail);
+        st = print_alignment(dd.ref, dd.test, &dd.al, &dd.d, a->verbose, &err);
     if (!st)
-        st = qp_diff_compute(ref, test, &d, &prog, &err);
+        print_warnings(&dd.d);
+    if (!st && dd.problem) {
+        for (size_t i = 0; i < dd.d.nrefused && i < 10; i++)
+            qp_cli_error("'%s' <- '%s': %s", dd.d.refused[i].ref_name,
+                         dd.d.refused[i].test_name, dd.d.refused[i].reason);
+        st = qp_fail(&err, QP_E_NOTFOUND, "'%s' vs '%s': %s", ref_path, test_path,
+                     dd.problem);
+    }
+    if (!st)
+        st = qp_diff_dumps_compute(&dd, &prog, &err);
     qp_cli_progress_done();
     if (!st) {
-        qp_diff_sort(&d, a->sort);
-        st = write_outputs(a, ref, test, &al, &d, &err);
+        qp_diff_sort(&dd.d, a->sort);
+        st = write_outputs(a, dd.ref, dd.test, &dd.al, &dd.d, &err);
     }
     int rc = st ? qp_cli_fail(&err)
-                : check_conds(a, &d) ? QP_EXIT_THRESHOLD : QP_EXIT_OK;
-    qp_diff_release(&d);
-    qp_align_release(&al);
-    qp_align_map_free(map);
-    free(rn);
-    free(tn);
-    qp_dump_close(ref);
-    qp_dump_close(test);
+                : check_conds(a, &dd.d) ? QP_EXIT_THRESHOLD : QP_EXIT_OK;
+    qp_diff_dumps_release(&dd);
     return rc;
 }
 
 int cmd_diff(int argc, char **argv)
 {
     struct args a = {.sort = QP_DM_SQNR, .top = 20, .mark = 5};
-    struct qp_cli_state cs = {0};
-    const char *arg;
-    int o, rc = QP_EXIT_OK;
-    /* after a bad option, read on to the end so the parser frees its state */
-    while ((o = qp_cli_next(&cs, argc, argv, &cli, &arg)) >= 0)
-        if (!rc)
-            rc = parse_opt(&a, o, arg);
-    if (o == QP_CLI_ERROR)
-        rc = QP_EXIT_USAGE;
-    else if (!rc && o != QP_CLI_HELP && argc - cs.optind != 2)
-        rc = qp_cli_usage(&cli, "expected REF and TEST, got %d operands",
-                          argc - cs.optind);
-    else if (!rc && o != QP_CLI_HELP)
-        rc = run(&a, argv[cs.optind], argv[cs.optind + 1]);
-    free(a.logits);
+    struct qp_cli_opt opts[] = {
+        QP_OPT_STR_("map", 0, "FILE", "name map (JSON: explicit pairs and regex "
+                    "rules; see below)", &a.map),
+        QP_OPT_PARSE_("layout", 0, "REF:TEST", "declare layouts, e.g. "
+                      "NCHW:NHWC; the test tensor is permuted into the "
+                      "reference's (repeatable, one per rank)", &a,
+                      parse_layout),
+        QP_OPT_LIST_("logits", 0, "GLOB", "reference names treated as logits "
+                     "(kl, top1 over the last axis); repeatable; default "
+                     "'*logits*'", &a.logits),
+        QP_OPT_PARSE_("sort", 0, "METRIC", "rank by sqnr_db (default), cosine, "
+                      "mae, max_abs, rel_l2, ref_absmax, nonfinite, numel, kl, "
+                      "top1 or order", &a.sort, parse_sort),
+        QP_OPT_INT_("top", 'n', "N", "rows of the terminal table (default 20, "
+                    "0: all)", &a.top, 0, 1e15),
+        QP_OPT_STR_("csv", 0, "FILE", "write every row as CSV ('-' for stdout: "
+                    "then only the CSV goes there)", &a.csv),
+        QP_OPT_PARSE_("plot", 0, "FILE", "SQNR per tensor in dump order, "
+                      "FILE.png or FILE.svg (gnuplot; the .gp and .dat are "
+                      "kept beside it)", &a.plot, parse_plot),
+        QP_OPT_INT_("mark", 0, "N", "worst tensors marked on the plot (default "
+                    "5)", &a.mark, 0, 1e15),
+        QP_OPT_STR_("align-report", 0, "FILE", "write the alignment (pairs, "
+                    "how, unpaired names) as CSV", &a.align),
+        QP_OPT_PARSE_("fail-if", 0, "COND", "exit 3 when a tensor meets COND, "
+                      "e.g. 'sqnr_db<25'; repeatable, or several joined by ','",
+                      &a, parse_fail_if),
+        QP_OPT_FLAG_("strict", 0, "fail (exit 1) when a tensor is unpaired, a "
+                     "pair is refused, a map entry names no tensor, or a layout "
+                     "is known on one side only", &a.strict),
+        QP_OPT_STR_("output", 'o', "FILE", "write the table to FILE instead of "
+                    "stdout", &a.output),
+        QP_OPT_FLAG_("verbose", 'v', "list every pair of the alignment, exact "
+                     "ones too", &a.verbose),
+        QP_OPT_FLAG_("quiet", 'q', "no alignment summary and no progress on "
+                     "stderr", &a.quiet),
+        QP_OPT_END_,
+    };
+    int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
+    if (rc == QP_CLI_GO)
+        rc = run(&a, argv[first], argv[first + 1]);
+    qp_cli_list_release(&a.logits);
     free(a.conds);
     return rc;
 }

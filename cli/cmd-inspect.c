@@ -9,24 +9,10 @@
 #include "analysis/stats.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/opt-types.h"
 #include "cli/table.h"
 #include "formats/csv.h"
 #include "formats/dump.h"
-
-enum { OPT_CSV, OPT_OUTPUT, OPT_FORMAT, OPT_QUIET };
-
-static const struct qp_cli_opt opts[] = {
-    [OPT_CSV] = {"csv", 0, true, "FILE", "also write the statistics as CSV "
-                                         "('-' for stdout)"},
-    [OPT_OUTPUT] = {"output", 'o', true, "FILE",
-                    "write the table to FILE instead of stdout"},
-    [OPT_FORMAT] = {"format", 'f', true, "NAME",
-                    "container format when the path does not tell: "
-                    "safetensors, npz, h5, npy, pb, onnx, npy-dir, pb-dir, "
-                    "raw-dir"},
-    [OPT_QUIET] = {"quiet", 'q', false, NULL, "no progress on stderr"},
-    {0},
-};
 
 static const struct qp_cli cli = {
     "inspect", "FILE [options]",
@@ -52,7 +38,7 @@ static const struct qp_cli cli = {
     "q_zero_point_max\n"
     "(shape as 1x8x4x4; the q_ columns are empty for tensors without "
     "quantization parameters).",
-    opts,
+    1, 1, "one FILE",
 };
 
 struct row {
@@ -173,33 +159,26 @@ static enum qp_status collect(struct qp_dump *d, struct row *rows, bool quiet,
 
 int cmd_inspect(int argc, char **argv)
 {
-    const char *csv = NULL, *output = NULL, *arg;
+    const char *csv = NULL, *output = NULL;
     enum qp_dump_format format = QP_DUMP_AUTO;
     bool quiet = false;
-    struct qp_cli_state cs = {0};
-    int o, rc = QP_EXIT_OK;
-    /* after a bad option, read on to the end so the parser frees its state */
-    while ((o = qp_cli_next(&cs, argc, argv, &cli, &arg)) >= 0) {
-        switch (o) {
-        case OPT_CSV: csv = arg; break;
-        case OPT_OUTPUT: output = arg; break;
-        case OPT_QUIET: quiet = true; break;
-        case OPT_FORMAT:
-            if (!rc && !qp_dump_format_from_name(arg, &format))
-                rc = qp_cli_usage(&cli, "unknown format '%s'", arg);
-            break;
-        }
-    }
-    if (o == QP_CLI_ERROR)
-        return QP_EXIT_USAGE;
-    if (rc || o == QP_CLI_HELP)
+    struct qp_cli_opt opts[] = {
+        QP_OPT_STR_("csv", 0, "FILE", "also write the statistics as CSV ('-' "
+                    "for stdout: then only the CSV goes there)", &csv),
+        QP_OPT_STR_("output", 'o', "FILE", "write the table to FILE instead of "
+                    "stdout", &output),
+        QP_OPT_PARSE_("format", 'f', "NAME", "container format when the path "
+                      "does not tell: safetensors, npz, h5, npy, pb, onnx, "
+                      "npy-dir, pb-dir, raw-dir", &format, qp_opt_dump_format),
+        QP_OPT_FLAG_("quiet", 'q', "no progress on stderr", &quiet),
+        QP_OPT_END_,
+    };
+    int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
+    if (rc != QP_CLI_GO)
         return rc;
-    if (argc - cs.optind != 1)
-        return qp_cli_usage(&cli, "expected one FILE, got %d operands",
-                            argc - cs.optind);
     struct qp_error err = {0};
     struct qp_dump *d;
-    if (qp_dump_open(argv[cs.optind], format, &d, &err))
+    if (qp_dump_open(argv[first], format, &d, &err))
         return qp_cli_fail(&err);
     size_t n = qp_dump_count(d);
     struct row *rows = calloc(n + 1, sizeof *rows);
@@ -220,7 +199,8 @@ int cmd_inspect(int argc, char **argv)
     st = st ? st : s2;
     qp_csv_abort(w);
     /* stdout last: the files are complete even if the reader stops early */
-    if (!st && (!output || !strcmp(output, "-")) &&
+    bool csv_stdout = csv && !strcmp(csv, "-"); /* then stdout is the CSV's */
+    if (!st && (!output || !strcmp(output, "-")) && !csv_stdout &&
         (!print_table(rows, n, stdout) || fflush(stdout)))
         st = qp_fail(&err, QP_E_IO, "stdout: write failed");
     free(rows);

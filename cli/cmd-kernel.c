@@ -9,43 +9,13 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/opt-types.h"
 #include "core/size.h"
 #include "core/tensor.h"
 #include "formats/npy.h"
 #include "kernels/conv-s8.h"
 #include "kernels/depthwise-s8.h"
 #include "kernels/gemm-s8.h"
-
-enum {
-    O_FLAVOR, O_INPUT, O_FILTER, O_BIAS, O_IN_OFF, O_F_OFF, O_OUT_OFF,
-    O_MULT, O_SHIFT, O_SCALE, O_ACT_MIN, O_ACT_MAX, O_STRIDE, O_DILATION,
-    O_PAD, O_PADDING, O_GROUPS, O_DM, O_INT32, O_OUT, O_COUNT
-};
-
-static const struct qp_cli_opt opts[] = {
-    [O_FLAVOR] = {"flavor", 'f', true, "F", "requantization flavor (tflite-double, tflite-single, cmsis-nn, gemmlowp, xnnpack-fp32, ...)"},
-    [O_INPUT] = {"input", 'i', true, "X.npy", "input, int8 or uint8: NHWC [N,H,W,C] (conv, depthwise), [N,IC] (fc)"},
-    [O_FILTER] = {"filter", 'w', true, "W.npy", "filter, int8 or uint8: OHWI (conv), [1,KH,KW,OC] (depthwise), [OC,IC] (fc)"},
-    [O_BIAS] = {"bias", 'b', true, "B.npy", "int32 bias [OC] (default none)"},
-    [O_IN_OFF] = {"input-offset", 0, true, "N", "added to the input: minus its zero point (required)"},
-    [O_F_OFF] = {"filter-offset", 0, true, "N", "added to the filter (TFLite per-tensor fc weights_offset; default 0)"},
-    [O_OUT_OFF] = {"output-offset", 0, true, "N", "output zero point (required unless --int32)"},
-    [O_MULT] = {"multiplier", 'm', true, "M.npy", "int32 Q31 multipliers, [OC] or [1]"},
-    [O_SHIFT] = {"shift", 's', true, "S.npy", "int32 shifts, [OC] or [1] (positive = left)"},
-    [O_SCALE] = {"scale", 0, true, "SCALE.npy", "float effective scales, [OC] or [1], instead of --multiplier/--shift"},
-    [O_ACT_MIN] = {"act-min", 0, true, "A", "activation clamp minimum, output units (default: dtype minimum)"},
-    [O_ACT_MAX] = {"act-max", 0, true, "B", "activation clamp maximum, output units (default: dtype maximum)"},
-    [O_STRIDE] = {"stride", 0, true, "H,W", "stride (default 1,1)"},
-    [O_DILATION] = {"dilation", 0, true, "H,W", "dilation (default 1,1)"},
-    [O_PAD] = {"pad", 0, true, "T,L,B,R", "explicit padding (also N or H,W; default 0)"},
-    [O_PADDING] = {"padding", 0, true, "same|valid", "TFLite padding instead of --pad"},
-    [O_GROUPS] = {"groups", 'g', true, "G", "conv groups (default: input channels / filter channels)"},
-    [O_DM] = {"depth-multiplier", 0, true, "K", "depthwise depth multiplier (default: OC / input channels)"},
-    [O_INT32] = {"int32", 0, false, NULL, "write the int32 accumulators, before requantization"},
-    [O_OUT] = {"output", 'o', true, "Y.npy", "output .npy (required): NHWC [N,OH,OW,OC] or [N,OC]"},
-    {0},
-};
-_Static_assert(sizeof opts / sizeof opts[0] == O_COUNT + 1, "one per option");
 
 static const struct qp_cli cli = {
     "kernel", "conv|depthwise|fc --flavor F --input X.npy --filter W.npy "
@@ -61,19 +31,23 @@ static const struct qp_cli cli = {
     "  qprobe kernel conv --flavor tflite --input x.npy --filter w.npy \\\n"
     "    --bias b.npy --input-offset 128 --output-offset -5 \\\n"
     "    --multiplier m.npy --shift s.npy --stride 2,2 --padding same -o y.npy",
-    opts,
+    1, 1, "one of conv, depthwise, fc",
 };
 
 enum op { OP_CONV, OP_DEPTHWISE, OP_FC };
 
 struct args {
     enum op op;
-    const char *v[O_COUNT];
+    const char *input, *filter, *bias, *mult, *shift, *scale, *out;
     enum qp_rq_flavor flavor;
     int64_t in_off, f_off, out_off, act_min, act_max, groups, dm;
     int64_t stride[2], dilation[2], pad[4];
+    int padding; /* index into padding_names */
     bool same, int32_out;
+    bool has_flavor, has_out_off, has_act_min, has_act_max, has_groups, has_dm;
 };
+
+static const char *const padding_names[] = {"same", "valid", NULL};
 
 /* "a" or "a,b" (or "a,b,c,d" when n == 4) into n values >= min; "a" and
  * "a,b" repeat as TFLite's (h, w) pairs do. */
@@ -105,30 +79,79 @@ static bool parse_list(const char *s, int n, int64_t min, int64_t *out)
     return true;
 }
 
-static int parse_int(const char *name, const char *s, int64_t lo, int64_t hi,
-                     int64_t *out)
+static enum qp_status parse_hw(const char *arg, void *dest,
+                               struct qp_error *err)
 {
-    if (!qp_cli_parse_i64(s, out) || *out < lo || *out > hi)
-        return qp_cli_usage(&cli, "--%s '%s' is not an integer in [%lld, "
-                            "%lld]", name, s, (long long)lo, (long long)hi);
-    return QP_EXIT_OK;
+    if (!parse_list(arg, 2, 1, dest))
+        return qp_fail(err, QP_E_INVAL, "expected H,W (each 1..2^24), not '%s'",
+                       arg);
+    return QP_OK;
+}
+
+static enum qp_status parse_pad(const char *arg, void *dest,
+                                struct qp_error *err)
+{
+    if (!parse_list(arg, 4, 0, dest))
+        return qp_fail(err, QP_E_INVAL, "expected T,L,B,R, H,W or N (each "
+                       "0..2^24), not '%s'", arg);
+    return QP_OK;
 }
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-    struct qp_cli_state st = {0};
-    const char *arg;
-    int o;
     memset(a, 0, sizeof *a);
-    while ((o = qp_cli_next(&st, argc, argv, &cli, &arg)) >= 0)
-        a->v[o] = o == O_INT32 ? "" : arg;
-    if (o == QP_CLI_HELP)
-        return -1;
-    if (o == QP_CLI_ERROR)
-        return QP_EXIT_USAGE;
-    if (argc - st.optind != 1)
-        return qp_cli_usage(&cli, "give one of conv, depthwise, fc");
-    const char *op = argv[st.optind];
+    a->stride[0] = a->stride[1] = a->dilation[0] = a->dilation[1] = 1;
+    const double i32lo = INT32_MIN, i32hi = INT32_MAX;
+    struct qp_cli_opt opts[] = {
+        QP_OPT_PARSE_("flavor", 'f', "F", "requantization flavor (tflite-double, "
+                      "tflite-single, cmsis-nn, gemmlowp, xnnpack-fp32, ...)",
+                      &a->flavor, qp_opt_flavor),
+        QP_OPT_STR_("input", 'i', "X.npy", "input, int8 or uint8: NHWC "
+                    "[N,H,W,C] (conv, depthwise), [N,IC] (fc)", &a->input),
+        QP_OPT_STR_("filter", 'w', "W.npy", "filter, int8 or uint8: OHWI "
+                    "(conv), [1,KH,KW,OC] (depthwise), [OC,IC] (fc)", &a->filter),
+        QP_OPT_STR_("bias", 'b', "B.npy", "int32 bias [OC] (default none)",
+                    &a->bias),
+        QP_OPT_INT_("input-offset", 0, "N", "added to the input: minus its zero "
+                    "point (required)", &a->in_off, i32lo, i32hi),
+        QP_OPT_INT_("filter-offset", 0, "N", "added to the filter (TFLite "
+                    "per-tensor fc weights_offset; default 0)", &a->f_off,
+                    i32lo, i32hi),
+        QP_OPT_INT_("output-offset", 0, "N", "output zero point (required "
+                    "unless --int32)", &a->out_off, i32lo, i32hi),
+        QP_OPT_STR_("multiplier", 'm', "M.npy", "int32 Q31 multipliers, [OC] or "
+                    "[1]", &a->mult),
+        QP_OPT_STR_("shift", 's', "S.npy", "int32 shifts, [OC] or [1] (positive "
+                    "= left)", &a->shift),
+        QP_OPT_STR_("scale", 0, "SCALE.npy", "float effective scales, [OC] or "
+                    "[1], instead of --multiplier/--shift", &a->scale),
+        QP_OPT_INT_("act-min", 0, "A", "activation clamp minimum, output units "
+                    "(default: dtype minimum)", &a->act_min, i32lo, i32hi),
+        QP_OPT_INT_("act-max", 0, "B", "activation clamp maximum, output units "
+                    "(default: dtype maximum)", &a->act_max, i32lo, i32hi),
+        QP_OPT_PARSE_("stride", 0, "H,W", "stride (default 1,1)", a->stride,
+                      parse_hw),
+        QP_OPT_PARSE_("dilation", 0, "H,W", "dilation (default 1,1)",
+                      a->dilation, parse_hw),
+        QP_OPT_PARSE_("pad", 0, "T,L,B,R", "explicit padding (also N or H,W; "
+                      "default 0)", a->pad, parse_pad),
+        QP_OPT_CHOICE_("padding", 0, "same|valid", "TFLite padding instead of "
+                       "--pad", &a->padding, padding_names),
+        QP_OPT_INT_("groups", 'g', "G", "conv groups (default: input channels / "
+                    "filter channels)", &a->groups, 1, 1 << 24),
+        QP_OPT_INT_("depth-multiplier", 0, "K", "depthwise depth multiplier "
+                    "(default: OC / input channels)", &a->dm, 1, 1 << 24),
+        QP_OPT_FLAG_("int32", 0, "write the int32 accumulators, before "
+                     "requantization", &a->int32_out),
+        QP_OPT_STR_("output", 'o', "Y.npy", "output .npy (required): NHWC "
+                    "[N,OH,OW,OC] or [N,OC]", &a->out),
+        QP_OPT_END_,
+    };
+    qp_cli_exclusive(opts, "pad", "padding");
+    int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
+    if (rc != QP_CLI_GO)
+        return rc;
+    const char *op = argv[first];
     if (!strcmp(op, "conv"))
         a->op = OP_CONV;
     else if (!strcmp(op, "depthwise"))
@@ -137,62 +160,32 @@ static int parse_args(int argc, char **argv, struct args *a)
         a->op = OP_FC;
     else
         return qp_cli_usage(&cli, "'%s' is not conv, depthwise or fc", op);
-    a->int32_out = a->v[O_INT32] != NULL;
-    static const int required[] = {O_INPUT, O_FILTER, O_IN_OFF, O_OUT};
+    static const char *const required[] = {"input", "filter", "input-offset",
+                                           "output"};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-        if (!a->v[required[i]])
-            return qp_cli_usage(&cli, "--%s is required",
-                                opts[required[i]].name);
+        if (!qp_cli_given(opts, required[i]))
+            return qp_cli_usage(&cli, "--%s is required", required[i]);
+    a->has_flavor = qp_cli_given(opts, "flavor");
+    a->has_out_off = qp_cli_given(opts, "output-offset");
+    a->has_act_min = qp_cli_given(opts, "act-min");
+    a->has_act_max = qp_cli_given(opts, "act-max");
+    a->has_groups = qp_cli_given(opts, "groups");
+    a->has_dm = qp_cli_given(opts, "depth-multiplier");
+    a->same = qp_cli_given(opts, "padding") && a->padding == 0;
     if (!a->int32_out) {
-        if (!a->v[O_FLAVOR] || !a->v[O_OUT_OFF])
+        if (!a->has_flavor || !a->has_out_off)
             return qp_cli_usage(&cli, "--flavor and --output-offset are "
                                 "required (or --int32)");
-        if (!qp_rq_flavor_from_name(a->v[O_FLAVOR], &a->flavor))
-            return qp_cli_usage(&cli, "unknown flavor '%s' (one of %s)",
-                                a->v[O_FLAVOR], qp_rq_flavor_list());
-        bool fixed = a->v[O_MULT] || a->v[O_SHIFT];
-        if (fixed == (a->v[O_SCALE] != NULL) ||
-            (fixed && !(a->v[O_MULT] && a->v[O_SHIFT])))
+        bool fixed = a->mult || a->shift;
+        if (fixed == (a->scale != NULL) || (fixed && !(a->mult && a->shift)))
             return qp_cli_usage(&cli, "give --multiplier and --shift, or "
                                 "--scale");
         if (fixed && !qp_rq_flavor_fixed(a->flavor))
             return qp_cli_usage(&cli, "flavor '%s' multiplies by a float "
-                                "scale: give --scale", a->v[O_FLAVOR]);
+                                "scale: give --scale",
+                                qp_rq_flavor_name(a->flavor));
     }
-    if (a->v[O_PAD] && a->v[O_PADDING])
-        return qp_cli_usage(&cli, "give --pad or --padding, not both");
-    if (a->v[O_PADDING]) {
-        if (strcmp(a->v[O_PADDING], "same") && strcmp(a->v[O_PADDING], "valid"))
-            return qp_cli_usage(&cli, "--padding '%s' is not same or valid",
-                                a->v[O_PADDING]);
-        a->same = !strcmp(a->v[O_PADDING], "same");
-    }
-    int rc;
-    a->stride[0] = a->stride[1] = a->dilation[0] = a->dilation[1] = 1;
-    if ((a->v[O_STRIDE] && !parse_list(a->v[O_STRIDE], 2, 1, a->stride)) ||
-        (a->v[O_DILATION] && !parse_list(a->v[O_DILATION], 2, 1, a->dilation)) ||
-        (a->v[O_PAD] && !parse_list(a->v[O_PAD], 4, 0, a->pad)))
-        return qp_cli_usage(&cli, "--stride, --dilation take H,W (>= 1), "
-                            "--pad T,L,B,R (>= 0)");
-    if ((rc = parse_int("input-offset", a->v[O_IN_OFF], INT32_MIN, INT32_MAX,
-                        &a->in_off)) ||
-        (a->v[O_F_OFF] && (rc = parse_int("filter-offset", a->v[O_F_OFF],
-                                          INT32_MIN, INT32_MAX, &a->f_off))) ||
-        (a->v[O_OUT_OFF] && (rc = parse_int("output-offset", a->v[O_OUT_OFF],
-                                            INT32_MIN, INT32_MAX,
-                                            &a->out_off))) ||
-        (a->v[O_ACT_MIN] && (rc = parse_int("act-min", a->v[O_ACT_MIN],
-                                            INT32_MIN, INT32_MAX,
-                                            &a->act_min))) ||
-        (a->v[O_ACT_MAX] && (rc = parse_int("act-max", a->v[O_ACT_MAX],
-                                            INT32_MIN, INT32_MAX,
-                                            &a->act_max))) ||
-        (a->v[O_GROUPS] && (rc = parse_int("groups", a->v[O_GROUPS], 1,
-                                           1 << 24, &a->groups))) ||
-        (a->v[O_DM] && (rc = parse_int("depth-multiplier", a->v[O_DM], 1,
-                                       1 << 24, &a->dm))))
-        return rc;
-    return QP_EXIT_OK;
+    return QP_CLI_GO;
 }
 
 /* ---- loading --------------------------------------------------------- */
@@ -257,17 +250,17 @@ static enum qp_status load_inputs(const struct args *a, struct inputs *in,
                                   struct qp_error *err)
 {
     enum qp_status st;
-    if ((st = load(a->v[O_INPUT], "input", dt8, 2, "int8 or uint8", &in->x,
+    if ((st = load(a->input, "input", dt8, 2, "int8 or uint8", &in->x,
                    err)) ||
-        (st = load(a->v[O_FILTER], "filter", dt8, 2, "int8 or uint8", &in->w,
+        (st = load(a->filter, "filter", dt8, 2, "int8 or uint8", &in->w,
                    err)) ||
-        (a->v[O_BIAS] && (st = load(a->v[O_BIAS], "bias", dt32, 1, "int32",
+        (a->bias && (st = load(a->bias, "bias", dt32, 1, "int32",
                                     &in->bias, err))) ||
-        (a->v[O_MULT] && (st = load(a->v[O_MULT], "multiplier", dt32, 1,
+        (a->mult && (st = load(a->mult, "multiplier", dt32, 1,
                                     "int32", &in->mult, err))) ||
-        (a->v[O_SHIFT] && (st = load(a->v[O_SHIFT], "shift", dt32, 1,
+        (a->shift && (st = load(a->shift, "shift", dt32, 1,
                                      "int32", &in->shift, err))) ||
-        (a->v[O_SCALE] && (st = load(a->v[O_SCALE], "scale", dtf, 2,
+        (a->scale && (st = load(a->scale, "scale", dtf, 2,
                                      "float32 or float64", &in->scale, err))))
         return st;
     return QP_OK;
@@ -318,7 +311,7 @@ static enum qp_status spatial(const struct args *a, const struct inputs *in,
                                                              : "depthwise",
                                          &oh, &ow, err);
     if (st)
-        return qp_error_prefix(err, "'%s': ", a->v[O_INPUT]);
+        return qp_error_prefix(err, "'%s': ", a->input);
     l->batch = (size_t)xs[0];
     l->in_c = (size_t)xs[3];
     l->ndim = 4;
@@ -335,7 +328,7 @@ static enum qp_status layer_shapes(const struct args *a,
                                    struct qp_error *err)
 {
     const struct qp_tensor *x = in->x, *w = in->w;
-    const char *xp = a->v[O_INPUT], *wp = a->v[O_FILTER];
+    const char *xp = a->input, *wp = a->filter;
     char want[128];
     memset(l, 0, sizeof *l);
     for (int i = 0; i < x->ndim; i++)
@@ -360,7 +353,7 @@ static enum qp_status layer_shapes(const struct args *a,
     if (a->op == OP_CONV) {
         if (w->ndim != 4 || w->shape[0] < 1 || w->shape[3] < 1 ||
             c % w->shape[3] ||
-            (a->v[O_GROUPS] && w->shape[3] * a->groups != c) ||
+            (a->has_groups && w->shape[3] * a->groups != c) ||
             w->shape[0] % (c / w->shape[3])) {
             snprintf(want, sizeof want, "OHWI [OC,KH,KW,%lld/groups] with "
                      "OC a multiple of the groups (input has %lld channels)",
@@ -371,7 +364,7 @@ static enum qp_status layer_shapes(const struct args *a,
         l->groups = (size_t)(c / w->shape[3]);
     } else {
         if (w->ndim != 4 || w->shape[0] != 1 || w->shape[3] % c ||
-            w->shape[3] < 1 || (a->v[O_DM] && w->shape[3] != c * a->dm)) {
+            w->shape[3] < 1 || (a->has_dm && w->shape[3] != c * a->dm)) {
             snprintf(want, sizeof want, "[1,KH,KW,%lld*depth_multiplier]",
                      (long long)c);
             return shape_err(err, wp, "filter", w, want);
@@ -388,12 +381,12 @@ static enum qp_status make_rq(const struct args *a, const struct inputs *in,
 {
     enum qp_dtype dt = in->x->dtype;
     int32_t lo = dt == QP_DTYPE_I8 ? -128 : 0, hi = dt == QP_DTYPE_I8 ? 127 : 255;
-    int32_t qmin = a->v[O_ACT_MIN] ? (int32_t)a->act_min : lo;
-    int32_t qmax = a->v[O_ACT_MAX] ? (int32_t)a->act_max : hi;
+    int32_t qmin = a->has_act_min ? (int32_t)a->act_min : lo;
+    int32_t qmax = a->has_act_max ? (int32_t)a->act_max : hi;
     enum qp_status st;
     if (in->scale) {
         size_t n = qp_tensor_numel(in->scale);
-        if ((st = check_channels(a->v[O_SCALE], "scale", in->scale, l->oc,
+        if ((st = check_channels(a->scale, "scale", in->scale, l->oc,
                                  err)))
             return st;
         double *s = malloc(n * sizeof *s);
@@ -408,14 +401,14 @@ static enum qp_status make_rq(const struct args *a, const struct inputs *in,
         free(s);
         return st;
     }
-    if ((st = check_channels(a->v[O_MULT], "multiplier", in->mult, l->oc,
+    if ((st = check_channels(a->mult, "multiplier", in->mult, l->oc,
                              err)) ||
-        (st = check_channels(a->v[O_SHIFT], "shift", in->shift, l->oc, err)))
+        (st = check_channels(a->shift, "shift", in->shift, l->oc, err)))
         return st;
     if (qp_tensor_numel(in->mult) != qp_tensor_numel(in->shift))
         return qp_fail(err, QP_E_SHAPE, "'%s' has %zu multipliers, '%s' %zu "
-                       "shifts", a->v[O_MULT], qp_tensor_numel(in->mult),
-                       a->v[O_SHIFT], qp_tensor_numel(in->shift));
+                       "shifts", a->mult, qp_tensor_numel(in->mult),
+                       a->shift, qp_tensor_numel(in->shift));
     return qp_rq_prepare_fixed(rq, a->flavor, in->mult->data, in->shift->data,
                                qp_tensor_numel(in->mult), (int32_t)a->out_off,
                                dt, qmin, qmax, err);
@@ -482,8 +475,8 @@ int cmd_kernel(int argc, char **argv)
 {
     struct args a;
     int rc = parse_args(argc, argv, &a);
-    if (rc)
-        return rc < 0 ? QP_EXIT_OK : rc;
+    if (rc != QP_CLI_GO)
+        return rc;
     struct inputs in = {0};
     struct layer l;
     struct qp_rq rq = {0};
@@ -496,7 +489,7 @@ int cmd_kernel(int argc, char **argv)
                            (size_t)in.bias->shape[0] != l.oc)) {
         char want[32];
         snprintf(want, sizeof want, "[%zu]", l.oc);
-        st = shape_err(&err, a.v[O_BIAS], "bias", in.bias, want);
+        st = shape_err(&err, a.bias, "bias", in.bias, want);
     }
     if (!st && !a.int32_out)
         st = make_rq(&a, &in, &l, &rq, &err);
@@ -506,7 +499,7 @@ int cmd_kernel(int argc, char **argv)
     if (!st)
         st = run_layer(&a, &in, &l, a.int32_out ? NULL : &rq, y->data, &err);
     if (!st)
-        st = qp_fmt_npy_save(a.v[O_OUT], y, &err);
+        st = qp_fmt_npy_save(a.out, y, &err);
     qp_tensor_free(y);
     qp_rq_release(&rq);
     inputs_free(&in);

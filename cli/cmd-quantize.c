@@ -1,54 +1,20 @@
 /* cli/cmd-quantize.c: qprobe quantize MODEL (--scheme S | --recipe R) -o OUT
  *
- * Post-training quantization of a checkpoint's weights, one tensor at a
- * time (the model is streamed, never held whole): selected tensors are
- * quantized round-to-nearest (quant/rtn.h) and written as integer tensors
- * with their scales and zero points, or dequantized back to FP32 with
- * --fake; the rest are copied as they are. --report writes a CSV row per
- * float tensor with the error the scheme causes and the bytes it costs. */
-#include <math.h>
+ * Post-training quantization of a checkpoint's weights (quant/ckpt.h),
+ * with the report of analysis/quant-report.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/diff-report.h"
-#include "analysis/metrics.h"
-#include "core/strmap.h"
+#include "analysis/quant-report.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
-#include "formats/csv.h"
+#include "cli/opt-types.h"
+#include "core/strmap.h"
 #include "formats/dump.h"
-#include "formats/npy.h"
-#include "formats/onnx.h"
+#include "model/wlayout.h"
+#include "quant/ckpt.h"
 #include "quant/recipe.h"
-#include "quant/rtn.h"
-
-static const struct qp_cli_opt opts[] = {
-    {"scheme", 's', true, "S", "quantize every selected tensor with scheme S "
-                               "(w8c, w4g128, w4g32z@mse, ...)"},
-    {"recipe", 'r', true, "R", "recipe JSON: a scheme (or \"fp32\") per tensor "
-                               "glob"},
-    {"output", 'o', true, "OUT", "output checkpoint: .safetensors, .npz, .h5, "
-                                 "or a directory of .npy"},
-    {"fake", 0, false, NULL, "write dequantized FP32 tensors (same names and "
-                             "shapes) instead of integers"},
-    {"report", 0, true, "CSV", "per-tensor error and size report"},
-    {"include", 0, true, "GLOB", "also quantize float tensors matching GLOB "
-                                 "(repeatable)"},
-    {"exclude", 0, true, "GLOB", "never quantize tensors matching GLOB "
-                                 "(repeatable)"},
-    {"layout", 0, true, "L", "weight layout of every tensor: torch ([out,in], "
-                             "OIHW), tflite (OHWI), keras ([in,out], HWIO), io "
-                             "([in,out,...]); default: read from the graph for "
-                             ".onnx models, else torch"},
-    {"round", 0, true, "MODE", "half-away (default) or half-even"},
-    {"calib", 0, true, "X", "calibration data, for activation-aware methods "
-                            "(not available yet)"},
-    {"quiet", 'q', false, NULL, "no progress output"},
-    {0},
-};
-enum { O_SCHEME, O_RECIPE, O_OUTPUT, O_FAKE, O_REPORT, O_INCLUDE, O_EXCLUDE,
-       O_LAYOUT, O_ROUND, O_CALIB, O_QUIET };
 
 static const struct qp_cli cli = {
     "quantize",
@@ -63,283 +29,25 @@ static const struct qp_cli cli = {
     "Schemes: w BITS (t | c | g N) [z | n] [@rtn | @mse], BITS 2..8 or 16;\n"
     "t per-tensor, c per output channel, g N groups of N along the input axis\n"
     "(a last partial group is allowed); z asymmetric (unsigned), n narrow\n"
-    "symmetric; @mse searches the clipping range per channel/group.\n\n"
+    "symmetric; @mse searches the clipping range per channel/group.\n"
+    "q8_0, q4_0, q4_1, q5_0, q4_k, q6_k: ggml's block types, quantized as\n"
+    "ggml's reference code does (rows along the input axis); their blocks\n"
+    "go to a .gguf OUT (rows must be the tensor's last axis), or --fake.\n\n"
     "OUT holds each quantized tensor as integers (packed below 8 bits) with\n"
     "NAME.scale and NAME.zero_point, and its scheme in the metadata key\n"
-    "scheme:NAME; the report counts scales at 4 bytes and zero points at the\n"
-    "tensor's own width.",
-    opts,
+    "scheme:NAME. Zero points are stored in the narrowest integer type that\n"
+    "holds them; the report's bytes_quantized is what OUT holds per tensor\n"
+    "(data, 4 bytes per scale, and those zero points).",
+    1, 1, "one MODEL",
 };
 
-struct quantize {
-    const char *model, *out, *scheme_str, *recipe_path, *report, *calib;
-    const char **include, **exclude;
-    size_t ninc, nexc;
-    bool fake, quiet;
-    struct qp_wquant_opts wq;
-    bool layout_given;         /* --layout: one layout for every tensor */
-    struct qp_strmap layouts;  /* else, for .onnx: weight name -> layout */
-    struct qp_scheme scheme;
-    struct qp_recipe *recipe;
-    struct qp_dump *in;
-    struct qp_dump_writer *w;
-    struct qp_csv_writer *rep;
-    size_t quantized, kept;
-    double bytes_in, bytes_out;
-};
-
-static int push_glob(const char ***v, size_t *n, const char *g)
+static bool graph_layout(void *ctx, const char *name, enum qp_wlayout *out)
 {
-    const char **nv = realloc(*v, (*n + 1) * sizeof *nv);
-    if (!nv) {
-        qp_cli_error("out of memory");
-        return -1;
-    }
-    nv[(*n)++] = g;
-    *v = nv;
-    return 0;
-}
-
-static bool any_match(const char *const *globs, size_t n, const char *name)
-{
-    for (size_t i = 0; i < n; i++)
-        if (qp_recipe_glob_match(globs[i], name))
-            return true;
-    return false;
-}
-
-/* Weight layouts from an ONNX model's graph: the operator that reads a
- * tensor as its weight says which axis is the output (e.g. PaddlePaddle
- * exports MatMul weights as [in, out]). A tensor read in two layouts is
- * left to the default. */
-static enum qp_status onnx_layouts(struct quantize *q, struct qp_error *err)
-{
-    struct qp_onnx_model *m;
-    enum qp_status st = qp_onnx_load(q->model, &m, err);
-    if (st)
-        return st;
-    const struct qp_onnx_graph *g = m->graph;
-    struct qp_strmap clash = {0};
-    for (size_t i = 0; i < g->n_nodes && !st; i++) {
-        const struct qp_onnx_node *n = &g->nodes[i];
-        int64_t tb = 0;
-        enum qp_wlayout l;
-        if (n->n_inputs < 2 || !*n->inputs[1] ||
-            !qp_onnx_domain_is_default(n->domain) ||
-            (!strcmp(n->op_type, "Gemm") &&
-             (st = qp_onnx_attr_int(n, "transB", 0, &tb, err))) ||
-            !qp_wlayout_of_onnx_op(n->op_type, tb != 0, &l))
-            continue;
-        size_t have;
-        if (!qp_strmap_get(&q->layouts, n->inputs[1], &have))
-            st = qp_strmap_put(&q->layouts, n->inputs[1], (size_t)l, NULL, err);
-        else if (have != (size_t)l)
-            st = qp_strmap_put(&clash, n->inputs[1], 0, NULL, err);
-    }
-    /* drop the names read in two layouts: rebuild without them */
-    struct qp_strmap keep = {0};
-    for (size_t i = 0; i < q->layouts.cap && !st; i++)
-        if (q->layouts.keys[i] && !qp_strmap_get(&clash, q->layouts.keys[i], NULL))
-            st = qp_strmap_put(&keep, q->layouts.keys[i], q->layouts.values[i],
-                               NULL, err);
-    qp_strmap_release(&q->layouts);
-    q->layouts = keep;
-    qp_strmap_release(&clash);
-    qp_onnx_model_free(m);
-    return st;
-}
-
-/* The quantizer options for tensor name: its graph layout when known. */
-static struct qp_wquant_opts opts_for(const struct quantize *q, const char *name)
-{
-    struct qp_wquant_opts o = q->wq;
     size_t l;
-    if (!q->layout_given && qp_strmap_get(&q->layouts, name, &l))
-        o.layout = (enum qp_wlayout)l;
-    return o;
-}
-
-/* The scheme for entry e, or NULL to copy it as it is. */
-static const struct qp_scheme *pick(const struct quantize *q,
-                                    const struct qp_tensor *e)
-{
-    if (!qp_dtype_traits(e->dtype)->is_float)
-        return NULL;
-    bool sel = qp_rtn_default_selected(e) ||
-               any_match(q->include, q->ninc, e->name);
-    if (!sel || any_match(q->exclude, q->nexc, e->name))
-        return NULL;
-    if (!q->recipe)
-        return &q->scheme;
-    const struct qp_recipe_rule *r = qp_recipe_lookup(q->recipe, e->name);
-    return r && !r->fp32 ? &r->scheme : NULL;
-}
-
-static int refuse_gptq(const struct qp_scheme *s, const char *where)
-{
-    char buf[QP_SCHEME_MAX + 1];
-    qp_scheme_format(s, buf, sizeof buf);
-    qp_cli_error("%sscheme '%s': GPTQ needs calibration data and the model "
-                 "runtime, which qprobe does not have yet; use @rtn or @mse",
-                 where, buf);
-    return QP_EXIT_FAIL;
-}
-
-/* Refuses, before anything is written, what would fail half-way: in an
- * npy directory (companion tensors only, no per-tensor metadata) a partial
- * last group the scale shape cannot express and packed types; names taken
- * by a tensor's companions. */
-static int check_plan(const struct quantize *q)
-{
-    for (size_t i = 0; i < qp_dump_count(q->in); i++) {
-        const struct qp_tensor *e = qp_dump_entry(q->in, i);
-        const struct qp_scheme *s = pick(q, e);
-        if (!s || q->fake)
-            continue;
-        struct qp_qgeom g;
-        struct qp_error err;
-        if (qp_qgeom_init(&g, e->ndim, e->shape, s->w.gran, s->w.group,
-                          opts_for(q, e->name).layout, &err))
-            return qp_cli_fail(&err);
-        char shape[128];
-        qp_shape_str(e->ndim, e->shape, shape, sizeof shape);
-        bool npy = q->w->format == QP_DUMP_NPY_DIR;
-        if (npy && !qp_qgeom_storable(&g, e->ndim, e->shape)) {
-            qp_cli_error("'%s': tensor '%s' %s: groups of %lld along axis %d "
-                         "(size %zu) leave a partial last group that NAME.scale "
-                         "cannot express (it would read back as groups of "
-                         "%zu); use a group size dividing %zu, a .safetensors "
-                         "output, or --fake", q->model, e->name, shape,
-                         (long long)g.block, g.axis, g.dim,
-                         (g.dim + g.nblk - 1) / g.nblk, g.dim);
-            return QP_EXIT_FAIL;
-        }
-        enum qp_dtype dt = qp_qformat_dtype(&s->w.f);
-        if (npy && !qp_fmt_npy_descr(dt)) {
-            qp_cli_error("'%s': tensor '%s': .npy files cannot hold %s "
-                         "(%u-bit packed) tensors; write a .safetensors file, "
-                         "or use --fake", q->out, e->name, qp_dtype_name(dt),
-                         s->w.f.bits);
-            return QP_EXIT_FAIL;
-        }
-        static const char *const sfx[] = {".scale", ".zero_point"};
-        for (int k = 0; k < 2; k++) {
-            size_t len = strlen(e->name) + strlen(sfx[k]) + 1;
-            char *n = malloc(len);
-            if (!n) {
-                qp_cli_error("out of memory");
-                return QP_EXIT_FAIL;
-            }
-            snprintf(n, len, "%s%s", e->name, sfx[k]);
-            long dup = qp_dump_find(q->in, n);
-            free(n);
-            if (dup >= 0) {
-                qp_cli_error("'%s': tensor '%s' would be written beside its "
-                             "quantized '%s' as a scale or zero point; rename "
-                             "it or --exclude '%s'", q->model,
-                             qp_dump_entry(q->in, (size_t)dup)->name, e->name,
-                             e->name);
-                return QP_EXIT_FAIL;
-            }
-        }
-    }
-    return QP_EXIT_OK;
-}
-
-/* ---- report ------------------------------------------------------------- */
-
-/* One report row: ref is the original tensor, s the scheme and qt the
- * quantized tensor (NULL, NULL when ref is kept as it is). */
-static enum qp_status report_row(const struct quantize *q,
-                                 const struct qp_tensor *ref,
-                                 const struct qp_scheme *s,
-                                 const struct qp_tensor *qt,
-                                 struct qp_error *err)
-{
-    char shape[200], scheme[QP_SCHEME_MAX + 1] = "fp32";
-    qp_diff_shape_field(ref->ndim, ref->shape, shape, sizeof shape);
-    unsigned bits = qp_dtype_traits(ref->dtype)->bits;
-    struct qp_metrics m;
-    qp_metrics_init(&m);
-    if (s) {
-        qp_scheme_format(s, scheme, sizeof scheme);
-        bits = s->w.f.bits;
-        enum qp_status st = qp_metrics_tensors(ref, qt, &m, err);
-        if (st)
-            return st;
-    }
-    qp_csv_str(q->rep, ref->name);
-    qp_csv_str(q->rep, shape);
-    qp_csv_str(q->rep, scheme);
-    qp_csv_int(q->rep, bits);
-    qp_csv_num(q->rep, s ? qp_metrics_sqnr_db(&m) : INFINITY);
-    qp_csv_num(q->rep, s ? qp_metrics_cosine(&m) : 1);
-    qp_csv_num(q->rep, s ? qp_metrics_mae(&m) : 0);
-    qp_csv_num(q->rep, m.max_abs_err);
-    qp_csv_int(q->rep, (int64_t)qp_tensor_numel(ref) * 4);
-    qp_csv_int(q->rep, (int64_t)(s ? qp_rtn_bytes(qt) : ref->nbytes));
-    qp_csv_end_row(q->rep);
-    return QP_OK;
-}
-
-/* ---- the run ------------------------------------------------------------ */
-
-/* Records the scheme of tensor name in the output's metadata, under
- * "scheme:NAME". */
-static enum qp_status record_scheme(struct quantize *q, const char *name,
-                                    const struct qp_scheme *s,
-                                    struct qp_error *err)
-{
-    char value[QP_SCHEME_MAX + 1];
-    qp_scheme_format(s, value, sizeof value);
-    size_t len = strlen(name) + sizeof "scheme:";
-    char *key = malloc(len);
-    if (!key)
-        return qp_fail(err, QP_E_NOMEM, "out of memory");
-    snprintf(key, len, "scheme:%s", name);
-    enum qp_status st = qp_dump_writer_set_meta(q->w, key, value, err);
-    free(key);
-    return st;
-}
-
-/* Quantizes (or copies) entry i into the writer. */
-static enum qp_status one(struct quantize *q, size_t i, struct qp_error *err)
-{
-    struct qp_tensor *t, *qt = NULL, *fake = NULL;
-    enum qp_status st = qp_dump_load(q->in, i, &t, err);
-    if (st)
-        return st;
-    const struct qp_scheme *s = pick(q, t);
-    const struct qp_tensor *out = t;
-    if (s) {
-        struct qp_wquant_opts o = opts_for(q, t->name);
-        st = qp_rtn_quantize(t, &s->w, &o, &qt, err);
-        if (st) /* the quantizer knows the tensor, not its file */
-            qp_error_in_file(err, q->model);
-        if (!st && q->fake &&
-            !(st = qp_tensor_new(t->name, QP_DTYPE_F32, t->ndim, t->shape, &fake,
-                                 err)))
-            qp_tensor_read_f32(qt, 0, qp_tensor_numel(qt), fake->data);
-        out = q->fake ? fake : qt;
-    }
-    if (!st)
-        st = qp_dump_writer_add(q->w, out, err);
-    if (!st && s)
-        st = record_scheme(q, t->name, s, err);
-    if (!st && q->rep && qp_dtype_traits(t->dtype)->is_float)
-        st = report_row(q, t, s, qt, err);
-    if (!st) {
-        q->bytes_in += (double)t->nbytes;
-        q->bytes_out += s ? (double)qp_rtn_bytes(qt) : (double)t->nbytes;
-        if (s)
-            q->quantized++;
-        else
-            q->kept++;
-    }
-    qp_tensor_free(fake);
-    qp_tensor_free(qt);
-    qp_tensor_free(t);
-    return st;
+    if (!qp_strmap_get(ctx, name, &l))
+        return false;
+    *out = (enum qp_wlayout)l;
+    return true;
 }
 
 static const char *human_bytes(double v, char *buf, size_t size)
@@ -353,151 +61,159 @@ static const char *human_bytes(double v, char *buf, size_t size)
     return buf;
 }
 
-static int run(struct quantize *q)
+/* Rules and globs that matched no tensor: likely typos. */
+static void warn_unused(const struct qp_ckpt_opts *o, const struct qp_ckpt_result *r,
+                        const char *recipe_path)
+{
+    for (size_t i = 0; o->recipe && i < o->recipe->nrules; i++)
+        if (!r->rule_used[i])
+            qp_cli_warn("'%s': layers \"%s\" matches no tensor", recipe_path,
+                        o->recipe->rules[i].glob);
+    for (size_t i = 0; i < o->ninclude; i++)
+        if (!r->include_used[i])
+            qp_cli_warn("--include '%s' matches no tensor", o->include[i]);
+    for (size_t i = 0; i < o->nexclude; i++)
+        if (!r->exclude_used[i])
+            qp_cli_warn("--exclude '%s' matches no tensor", o->exclude[i]);
+}
+
+static bool any_unused(const struct qp_ckpt_opts *o, const struct qp_ckpt_result *r)
+{
+    bool u = false;
+    for (size_t i = 0; o->recipe && i < o->recipe->nrules; i++)
+        u |= !r->rule_used[i];
+    for (size_t i = 0; i < o->ninclude; i++)
+        u |= !r->include_used[i];
+    for (size_t i = 0; i < o->nexclude; i++)
+        u |= !r->exclude_used[i];
+    return u;
+}
+
+struct args {
+    const char *out, *recipe_path, *report, *calib;
+    struct qp_scheme scheme;
+    bool has_scheme, fake, quiet, strict, layout_given;
+    struct qp_cli_list include, exclude;
+    struct qp_wquant_opts wq;
+};
+
+static int run(const struct args *a, const char *model)
 {
     struct qp_error err;
-    if (q->recipe_path && qp_recipe_load(q->recipe_path, &q->recipe, &err))
-        return qp_cli_fail(&err);
-    if (q->recipe) {
-        for (size_t i = 0; i < q->recipe->nrules; i++)
-            if (!q->recipe->rules[i].fp32 &&
-                q->recipe->rules[i].scheme.w.algo == QP_WALGO_GPTQ) {
-                char where[600];
-                snprintf(where, sizeof where, "'%s': layers \"%.300s\": ",
-                         q->recipe_path, q->recipe->rules[i].glob);
-                return refuse_gptq(&q->recipe->rules[i].scheme, where);
-            }
-        if (q->recipe->has_default && !q->recipe->def.fp32 &&
-            q->recipe->def.scheme.w.algo == QP_WALGO_GPTQ) {
-            char where[600];
-            snprintf(where, sizeof where, "'%s': \"default\": ", q->recipe_path);
-            return refuse_gptq(&q->recipe->def.scheme, where);
+    struct qp_recipe *recipe = NULL;
+    struct qp_dump *in = NULL;
+    struct qp_dump_writer *w = NULL;
+    struct qp_csv_writer *rep = NULL;
+    struct qp_strmap layouts;
+    struct qp_ckpt_result res = {0};
+    qp_strmap_init(&layouts);
+    struct qp_progress prog = qp_cli_progress(a->quiet);
+    struct qp_ckpt_opts o = {
+        a->has_scheme ? &a->scheme : NULL, NULL, a->recipe_path, a->include.v,
+        a->include.n, a->exclude.v, a->exclude.n, a->fake, a->wq, NULL, &layouts,
+        NULL, &prog};
+    enum qp_status st = QP_OK;
+    if (a->recipe_path && (st = qp_recipe_load(a->recipe_path, &recipe, &err)))
+        goto done;
+    o.recipe = recipe;
+    if ((st = qp_dump_open(model, QP_DUMP_AUTO, &in, &err)))
+        goto done;
+    if (!a->layout_given && in->format == QP_DUMP_ONNX) {
+        struct qp_error lerr;
+        if (qp_onnx_weight_layouts(model, &layouts, &lerr))
+            qp_cli_warn("%s; weight layouts default to torch ([out, in], OIHW): "
+                        "pass --layout to choose", lerr.msg);
+        else {
+            o.layout_of = graph_layout;
+            o.layout_note = "onnx-graph";
         }
     }
-    if (qp_dump_open(q->model, QP_DUMP_AUTO, &q->in, &err))
-        return qp_cli_fail(&err);
-    if (!q->layout_given && q->in->format == QP_DUMP_ONNX &&
-        onnx_layouts(q, &err))
-        return qp_cli_fail(&err);
-    if (qp_dump_writer_open(q->out, QP_DUMP_AUTO, &q->w, &err))
-        return qp_cli_fail(&err);
-    int rc = check_plan(q);
-    if (rc)
-        return rc;
-    if (q->report) {
-        static const char *const cols[] = {
-            "name", "shape", "scheme", "bits", "sqnr_db", "cosine", "mae",
-            "max_abs", "bytes_fp32", "bytes_quantized"};
-        if (qp_csv_open(q->report, &q->rep, &err))
-            return qp_cli_fail(&err);
-        qp_csv_row(q->rep, cols, sizeof cols / sizeof cols[0]);
-    }
-    if (qp_dump_writer_set_meta(q->w, "quantize:round",
-                                qp_round_name(q->wq.round), &err) ||
-        qp_dump_writer_set_meta(q->w, "quantize:layout",
-                                q->layouts.count ? "onnx-graph"
-                                                 : qp_wlayout_name(q->wq.layout),
-                                &err) ||
-        (q->fake && qp_dump_writer_set_meta(q->w, "quantize:fake", "1", &err)))
-        return qp_cli_fail(&err);
-    struct qp_progress p = qp_cli_progress(q->quiet);
-    size_t n = qp_dump_count(q->in);
-    for (size_t i = 0; i < n; i++) {
-        if (one(q, i, &err))
-            return qp_cli_fail(&err);
-        qp_progress_report(&p, "quantize", i + 1, n);
-    }
+    if ((st = qp_dump_writer_open(a->out, QP_DUMP_AUTO, &w, &err)) ||
+        (st = qp_ckpt_check(in, w->format, a->out, &o, &err)) ||
+        (a->report && (st = qp_quant_report_open(a->report, &rep, &err))))
+        goto done;
+    st = qp_ckpt_quantize(in, w, &o, rep ? qp_quant_report_row : NULL, rep, &res,
+                          &err);
     qp_cli_progress_done();
-    enum qp_status st = qp_dump_writer_commit(q->w, &err);
-    q->w = NULL;
-    if (st)
-        return qp_cli_fail(&err);
-    if (q->rep) {
-        st = qp_csv_commit(q->rep, &err);
-        q->rep = NULL;
-        if (st)
-            return qp_cli_fail(&err);
+    if (!st) {
+        warn_unused(&o, &res, a->recipe_path);
+        if (a->strict && any_unused(&o, &res))
+            st = qp_fail(&err, QP_E_NOTFOUND, "--strict: a rule or glob matches "
+                         "no tensor of '%s'", model);
     }
-    if (!q->quiet) {
-        char a[32], b[32];
-        printf("%s: %zu tensors quantized, %zu kept; %s -> %s%s\n", q->out,
-               q->quantized, q->kept, human_bytes(q->bytes_in, a, sizeof a),
-               human_bytes(q->bytes_out, b, sizeof b),
-               q->fake ? " as integers (written dequantized to fp32)" : "");
+    if (!st) {
+        st = qp_dump_writer_commit(w, &err);
+        w = NULL;
     }
-    return QP_EXIT_OK;
+    if (!st && rep) {
+        st = qp_csv_commit(rep, &err);
+        rep = NULL;
+    }
+    if (!st && !a->quiet) {
+        char b0[32], b1[32];
+        printf("%s: %zu tensors quantized, %zu kept; %s -> %s%s\n", a->out,
+               res.quantized, res.kept, human_bytes(res.bytes_in, b0, sizeof b0),
+               human_bytes(res.bytes_out, b1, sizeof b1),
+               a->fake ? " as integers (written dequantized to fp32)" : "");
+    }
+done:
+    qp_dump_writer_abort(w);
+    qp_csv_abort(rep);
+    qp_dump_close(in);
+    qp_strmap_release(&layouts);
+    qp_recipe_free(recipe);
+    qp_ckpt_result_release(&res);
+    return st ? qp_cli_fail(&err) : QP_EXIT_OK;
 }
 
 int cmd_quantize(int argc, char **argv)
 {
-    struct quantize q;
-    memset(&q, 0, sizeof q);
-    struct qp_cli_state st = {0};
-    const char *arg;
-    int c, rc = QP_EXIT_OK;
-    /* after an error, options are still consumed so the parser ends */
-    while ((c = qp_cli_next(&st, argc, argv, &cli, &arg)) != QP_CLI_END) {
-        if (c == QP_CLI_HELP || c == QP_CLI_ERROR) {
-            rc = rc ? rc : c == QP_CLI_HELP ? -2 : QP_EXIT_USAGE;
-            break;
-        }
-        if (rc)
-            continue;
-        switch (c) {
-        case O_SCHEME: q.scheme_str = arg; break;
-        case O_RECIPE: q.recipe_path = arg; break;
-        case O_OUTPUT: q.out = arg; break;
-        case O_FAKE: q.fake = true; break;
-        case O_REPORT: q.report = arg; break;
-        case O_INCLUDE: rc = push_glob(&q.include, &q.ninc, arg); break;
-        case O_EXCLUDE: rc = push_glob(&q.exclude, &q.nexc, arg); break;
-        case O_LAYOUT:
-            q.layout_given = true;
-            if (!qp_wlayout_from_name(arg, &q.wq.layout))
-                rc = qp_cli_usage(&cli, "--layout must be torch, tflite, "
-                                        "keras or io, not '%s'", arg);
-            break;
-        case O_ROUND:
-            if (!qp_round_from_name(arg, &q.wq.round))
-                rc = qp_cli_usage(&cli, "--round must be half-away or "
-                                        "half-even, not '%s'", arg);
-            break;
-        case O_CALIB: q.calib = arg; break;
-        case O_QUIET: q.quiet = true; break;
-        }
-    }
-    int nops = argc - st.optind;
-    if (rc) {
-        rc = rc == -2 ? QP_EXIT_OK : rc < 0 ? QP_EXIT_FAIL : rc;
-    } else if (nops != 1) {
-        rc = qp_cli_usage(&cli, nops ? "one MODEL expected, got %d operands"
-                                     : "MODEL is missing", nops);
-    } else if (!q.scheme_str == !q.recipe_path) {
+    struct args a = {0};
+    struct qp_cli_opt opts[] = {
+        QP_OPT_PARSE_("scheme", 's', "S", "quantize every selected tensor with "
+                      "scheme S (w8c, w4g128, w4g32z@mse, ...)", &a.scheme,
+                      qp_opt_scheme),
+        QP_OPT_STR_("recipe", 'r', "R", "recipe JSON: a scheme (or \"fp32\") "
+                    "per tensor glob", &a.recipe_path),
+        QP_OPT_STR_("output", 'o', "OUT", "output checkpoint: .safetensors, "
+                    ".npz, .h5, .gguf, or a directory of .npy", &a.out),
+        QP_OPT_FLAG_("fake", 0, "write dequantized FP32 tensors (same names and "
+                     "shapes) instead of integers", &a.fake),
+        QP_OPT_STR_("report", 0, "CSV", "per-tensor error and size report",
+                    &a.report),
+        QP_OPT_LIST_("include", 0, "GLOB", "also quantize float tensors matching "
+                     "GLOB (repeatable)", &a.include),
+        QP_OPT_LIST_("exclude", 0, "GLOB", "never quantize tensors matching GLOB "
+                     "(repeatable)", &a.exclude),
+        QP_OPT_PARSE_("layout", 0, "L", "weight layout of every tensor: torch "
+                      "([out,in], OIHW), tflite (OHWI), keras ([in,out], HWIO), "
+                      "io ([in,out,...]); default: read from the graph for .onnx "
+                      "models, else torch", &a.wq.layout, qp_opt_wlayout),
+        QP_OPT_PARSE_("round", 0, "MODE", "half-away (default) or half-even",
+                      &a.wq.round, qp_opt_round),
+        QP_OPT_STR_("calib", 0, "X", "calibration data, for activation-aware "
+                    "methods (not available yet)", &a.calib),
+        QP_OPT_FLAG_("strict", 0, "fail when a recipe rule, --include or "
+                     "--exclude matches no tensor", &a.strict),
+        QP_OPT_FLAG_("quiet", 'q', "no progress output", &a.quiet),
+        QP_OPT_END_,
+    };
+    int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
+    a.has_scheme = qp_cli_given(opts, "scheme");
+    a.layout_given = qp_cli_given(opts, "layout");
+    if (rc != QP_CLI_GO)
+        ;
+    else if (a.has_scheme == (a.recipe_path != NULL))
         rc = qp_cli_usage(&cli, "give exactly one of --scheme and --recipe");
-    } else if (!q.out) {
+    else if (!a.out)
         rc = qp_cli_usage(&cli, "-o OUT is missing");
-    } else if (q.calib) {
-        qp_cli_error("--calib '%s': calibration-based quantization (GPTQ, "
-                     "activation ranges) needs the model runtime, which qprobe "
-                     "does not have yet; quantize the weights without --calib",
-                     q.calib);
+    else if (a.calib) {
+        qp_cli_error("--calib '%s': calibration-based quantization (GPTQ) is not "
+                     "built yet; quantize the weights without --calib", a.calib);
         rc = QP_EXIT_FAIL;
-    } else {
-        q.model = argv[st.optind];
-        struct qp_error err;
-        if (q.scheme_str && qp_scheme_parse(q.scheme_str, &q.scheme, NULL, &err))
-            rc = qp_cli_fail(&err);
-        else if (q.scheme_str && q.scheme.w.algo == QP_WALGO_GPTQ)
-            rc = refuse_gptq(&q.scheme, "");
-        else
-            rc = run(&q);
-    }
-    qp_dump_writer_abort(q.w);
-    qp_csv_abort(q.rep);
-    qp_dump_close(q.in);
-    qp_strmap_release(&q.layouts);
-    qp_recipe_free(q.recipe);
-    free(q.include);
-    free(q.exclude);
+    } else
+        rc = run(&a, argv[first]);
+    qp_cli_list_release(&a.include);
+    qp_cli_list_release(&a.exclude);
     return rc;
 }

@@ -1,11 +1,8 @@
-/* cli/cmd-recipe.c: placeholder until the command is written. */
+/* cli/cmd-recipe.c: placeholder until the command is built. */
 #include "cli/cli.h"
 #include "cli/commands.h"
 
 int cmd_recipe(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    qp_cli_error("'recipe' is not implemented yet");
-    return QP_EXIT_FAIL;
+    return qp_cli_not_yet("recipe", "search a mixed-precision recipe priced in bytes", argc, argv);
 }

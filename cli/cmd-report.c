@@ -1,11 +1,8 @@
-/* cli/cmd-report.c: placeholder until the command is written. */
+/* cli/cmd-report.c: placeholder until the command is built. */
 #include "cli/cli.h"
 #include "cli/commands.h"
 
 int cmd_report(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    qp_cli_error("'report' is not implemented yet");
-    return QP_EXIT_FAIL;
+    return qp_cli_not_yet("report", "plots and an HTML page from CSV files", argc, argv);
 }

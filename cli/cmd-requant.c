@@ -9,40 +9,11 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/opt-types.h"
 #include "core/size.h"
 #include "core/tensor.h"
 #include "formats/npy.h"
 #include "kernels/requant.h"
-
-enum {
-    O_FLAVOR, O_ACC, O_MULT, O_SHIFT, O_SCALE, O_ZP, O_QMIN, O_QMAX, O_DTYPE,
-    O_OUT, O_EXPLAIN, O_DERIVE, O_DERIVE_PC, O_IN_SCALE, O_W_SCALE,
-    O_OUT_SCALE, O_LEGACY, O_MULT_OUT, O_SHIFT_OUT, O_COUNT
-};
-
-static const struct qp_cli_opt opts[] = {
-    [O_FLAVOR] = {"flavor", 'f', true, "F", "requantization flavor (required; see below)"},
-    [O_ACC] = {"acc", 0, true, "ACC.npy", "accumulators, int32 (int64 for the int64 flavors), channels along the last axis"},
-    [O_MULT] = {"multiplier", 0, true, "M.npy", "Q31 multipliers, int32, 1 or one per channel"},
-    [O_SHIFT] = {"shift", 0, true, "S.npy", "shifts, int32, TFLite convention (> 0 shifts left)"},
-    [O_SCALE] = {"scale", 0, true, "SCALE.npy", "effective scales (float32 or float64) instead of multiplier/shift"},
-    [O_ZP] = {"zero-point", 'z', true, "Z", "output zero point (default 0)"},
-    [O_QMIN] = {"qmin", 0, true, "A", "final clamp minimum, output units (default: the dtype's)"},
-    [O_QMAX] = {"qmax", 0, true, "B", "final clamp maximum, output units (default: the dtype's)"},
-    [O_DTYPE] = {"out-dtype", 0, true, "T", "int8, uint8 or int16 (default int8; int16 for the int64 flavors)"},
-    [O_OUT] = {"output", 'o', true, "OUT.npy", "requantized output, the shape of ACC.npy"},
-    [O_EXPLAIN] = {"explain", 0, true, "N", "print every intermediate of the first N elements"},
-    [O_DERIVE] = {"derive", 0, true, "REAL.npy", "derive (multiplier, shift) from real multipliers (float64)"},
-    [O_DERIVE_PC] = {"derive-per-channel", 0, false, NULL, "derive from --input-scale, --weight-scale, --output-scale"},
-    [O_IN_SCALE] = {"input-scale", 0, true, "S", "input scale (float32) for --derive-per-channel"},
-    [O_W_SCALE] = {"weight-scale", 0, true, "WS.npy", "per-channel weight scales (float32)"},
-    [O_OUT_SCALE] = {"output-scale", 0, true, "S", "output scale (float32) for --derive-per-channel"},
-    [O_LEGACY] = {"legacy-float-product", 0, false, NULL, "TFLite's legacy uint8 path: in*w rounded to float32 first"},
-    [O_MULT_OUT] = {"multiplier-out", 0, true, "M.npy", "where --derive writes the multipliers"},
-    [O_SHIFT_OUT] = {"shift-out", 0, true, "S.npy", "where --derive writes the shifts"},
-    {0},
-};
-_Static_assert(sizeof opts / sizeof opts[0] == O_COUNT + 1, "an entry per option");
 
 static const struct qp_cli cli = {
     "requant",
@@ -64,11 +35,12 @@ static const struct qp_cli cli = {
     "onnx-ref take --scale; the others take --multiplier/--shift, or --scale\n"
     "from which they derive them as their runtime does. Float32 quantities\n"
     "given as float64 arrays must be exact float32 values.",
-    opts,
+    0, 0, NULL,
 };
 
 struct args {
-    const char *v[O_COUNT];
+    const char *acc, *mult, *shift, *scale, *out, *derive, *w_scale;
+    const char *mult_out, *shift_out;
     bool derive_pc, legacy;
     enum qp_rq_flavor flavor;
 };
@@ -208,30 +180,30 @@ static enum qp_status prepare(const struct args *a, size_t channels,
     int32_t *mv = NULL, *sv = NULL;
     double *scv = NULL;
     enum qp_status st;
-    if (a->v[O_SCALE]) {
+    if (a->scale) {
         bool f32 = a->flavor == QP_RQ_XNNPACK_FP32 || a->flavor == QP_RQ_ORT ||
                    a->flavor == QP_RQ_XNNPACK_RNDNU;
-        if ((st = qp_fmt_npy_load(a->v[O_SCALE], NULL, false, &s, err)) == QP_OK &&
-            (st = check_len(a->v[O_SCALE], s, "scale", channels, a->v[O_ACC], err)) == QP_OK &&
-            (st = floats(a->v[O_SCALE], s, "scale", f32, &scv, err)) == QP_OK &&
+        if ((st = qp_fmt_npy_load(a->scale, NULL, false, &s, err)) == QP_OK &&
+            (st = check_len(a->scale, s, "scale", channels, a->acc, err)) == QP_OK &&
+            (st = floats(a->scale, s, "scale", f32, &scv, err)) == QP_OK &&
             (st = qp_rq_prepare_float(rq, a->flavor, scv, qp_tensor_numel(s), zp, dt,
                                       qmin, qmax, err)) != QP_OK)
-            qp_error_prefix(err, "'%s': ", a->v[O_SCALE]);
+            qp_error_prefix(err, "'%s': ", a->scale);
     } else {
-        if ((st = qp_fmt_npy_load(a->v[O_MULT], NULL, false, &m, err)) == QP_OK &&
-            (st = qp_fmt_npy_load(a->v[O_SHIFT], NULL, false, &s, err)) == QP_OK &&
-            (st = check_len(a->v[O_MULT], m, "multiplier", channels, a->v[O_ACC], err)) == QP_OK &&
-            (st = check_len(a->v[O_SHIFT], s, "shift", channels, a->v[O_ACC], err)) == QP_OK &&
-            (st = ints32(a->v[O_MULT], m, "multiplier", &mv, err)) == QP_OK &&
-            (st = ints32(a->v[O_SHIFT], s, "shift", &sv, err)) == QP_OK) {
+        if ((st = qp_fmt_npy_load(a->mult, NULL, false, &m, err)) == QP_OK &&
+            (st = qp_fmt_npy_load(a->shift, NULL, false, &s, err)) == QP_OK &&
+            (st = check_len(a->mult, m, "multiplier", channels, a->acc, err)) == QP_OK &&
+            (st = check_len(a->shift, s, "shift", channels, a->acc, err)) == QP_OK &&
+            (st = ints32(a->mult, m, "multiplier", &mv, err)) == QP_OK &&
+            (st = ints32(a->shift, s, "shift", &sv, err)) == QP_OK) {
             size_t nm = qp_tensor_numel(m), ns = qp_tensor_numel(s);
             if (nm != ns)
                 st = qp_fail(err, QP_E_SHAPE,
                              "'%s' has %zu values but '%s' has %zu",
-                             a->v[O_MULT], nm, a->v[O_SHIFT], ns);
+                             a->mult, nm, a->shift, ns);
             else if ((st = qp_rq_prepare_fixed(rq, a->flavor, mv, sv, nm, zp, dt,
                                                qmin, qmax, err)) != QP_OK)
-                qp_error_prefix(err, "'%s', '%s': ", a->v[O_MULT], a->v[O_SHIFT]);
+                qp_error_prefix(err, "'%s', '%s': ", a->mult, a->shift);
         }
     }
     free(mv);
@@ -250,30 +222,30 @@ static int run_apply(const struct args *a, int32_t zp, enum qp_dtype dt,
     struct qp_rq rq = {0};
     int32_t *acc32 = NULL;
     int rc = QP_EXIT_FAIL;
-    enum qp_status st = qp_fmt_npy_load(a->v[O_ACC], NULL, false, &acc, &err);
+    enum qp_status st = qp_fmt_npy_load(a->acc, NULL, false, &acc, &err);
     if (st != QP_OK)
         goto done;
     bool wide = qp_rq_flavor_acc64(a->flavor);
     if (acc->dtype != QP_DTYPE_I32 && acc->dtype != QP_DTYPE_I64) {
         st = qp_fail(&err, QP_E_FORMAT, "'%s': accumulators must be int32 or int64, not %s",
-                     a->v[O_ACC], qp_dtype_name(acc->dtype));
+                     a->acc, qp_dtype_name(acc->dtype));
         goto done;
     }
     size_t total = qp_tensor_numel(acc);
     size_t channels = acc->ndim ? (size_t)acc->shape[acc->ndim - 1] : 1;
     if (channels == 0 || total == 0) {
-        st = qp_fail(&err, QP_E_SHAPE, "'%s': no accumulators", a->v[O_ACC]);
+        st = qp_fail(&err, QP_E_SHAPE, "'%s': no accumulators", a->acc);
         goto done;
     }
     /* an int64 file for an int32 flavor: every value must fit */
     if (acc->dtype == QP_DTYPE_I64 && !wide &&
-        (st = ints32(a->v[O_ACC], acc, "accumulator", &acc32, &err)) != QP_OK)
+        (st = ints32(a->acc, acc, "accumulator", &acc32, &err)) != QP_OK)
         goto done;
     if ((st = prepare(a, channels, zp, dt, qmin, qmax, &rq, &err)) != QP_OK)
         goto done;
     if (explain_n > 0)
         explain(&rq, acc, channels, (size_t)explain_n);
-    if (a->v[O_OUT]) {
+    if (a->out) {
         st = qp_tensor_new(acc->name, dt, acc->ndim, acc->shape, &out, &err);
         if (st != QP_OK)
             goto done;
@@ -282,7 +254,7 @@ static int run_apply(const struct args *a, int32_t zp, enum qp_dtype dt,
             qp_rq_apply_i64(&rq, acc->data, rows, channels, out->data);
         else
             qp_rq_apply_i32(&rq, acc32 ? acc32 : acc->data, rows, channels, out->data);
-        if ((st = qp_fmt_npy_save(a->v[O_OUT], out, &err)) != QP_OK)
+        if ((st = qp_fmt_npy_save(a->out, out, &err)) != QP_OK)
             goto done;
     }
     rc = QP_EXIT_OK;
@@ -309,8 +281,8 @@ static enum qp_status save_pairs(const struct args *a, const int32_t *m,
                              err)) == QP_OK &&
         (st = qp_tensor_wrap("shift", QP_DTYPE_I32, 1, shape, s, n * 4, NULL, &ts, err)) ==
             QP_OK &&
-        (st = qp_fmt_npy_save(a->v[O_MULT_OUT], tm, err)) == QP_OK)
-        st = qp_fmt_npy_save(a->v[O_SHIFT_OUT], ts, err);
+        (st = qp_fmt_npy_save(a->mult_out, tm, err)) == QP_OK)
+        st = qp_fmt_npy_save(a->shift_out, ts, err);
     qp_tensor_free(tm);
     qp_tensor_free(ts);
     return st;
@@ -322,7 +294,7 @@ static int run_derive(const struct args *a, float in_scale, float out_scale)
     struct qp_tensor *t = NULL;
     double *v = NULL;
     int32_t *m = NULL, *s = NULL;
-    const char *path = a->derive_pc ? a->v[O_W_SCALE] : a->v[O_DERIVE];
+    const char *path = a->derive_pc ? a->w_scale : a->derive;
     enum qp_status st = qp_fmt_npy_load(path, NULL, false, &t, &err);
     if (st == QP_OK)
         st = floats(path, t, a->derive_pc ? "weight scale" : "real multiplier",
@@ -361,113 +333,143 @@ static int run_derive(const struct args *a, float in_scale, float out_scale)
 
 /* ---- options ---- */
 
-static bool parse_i32(const char *s, int32_t *out)
-{
-    int64_t v;
-    if (!qp_cli_parse_i64(s, &v) || v < INT32_MIN || v > INT32_MAX)
-        return false;
-    *out = (int32_t)v;
-    return true;
-}
-
-static bool parse_pos_float(const char *s, float *out)
+static enum qp_status parse_pos_float(const char *arg, void *dest,
+                                      struct qp_error *err)
 {
     double v;
-    if (!qp_cli_parse_f64(s, &v) || !(v > 0) || !isfinite((float)v))
-        return false;
-    *out = (float)v;
-    return true;
+    if (!qp_cli_parse_f64(arg, &v) || !(v > 0) || !isfinite((float)v))
+        return qp_fail(err, QP_E_INVAL, "'%s' is not a positive float32", arg);
+    *(float *)dest = (float)v;
+    return QP_OK;
+}
+
+static enum qp_status parse_out_dtype(const char *arg, void *dest,
+                                      struct qp_error *err)
+{
+    enum qp_dtype dt;
+    if (!qp_dtype_from_name(arg, &dt) ||
+        (dt != QP_DTYPE_I8 && dt != QP_DTYPE_U8 && dt != QP_DTYPE_I16))
+        return qp_fail(err, QP_E_INVAL, "'%s': int8, uint8 or int16", arg);
+    *(enum qp_dtype *)dest = dt;
+    return QP_OK;
+}
+
+/* True when any of the named options was given. */
+static bool any_given(const struct qp_cli_opt *opts, const char *const *names)
+{
+    for (size_t i = 0; names[i]; i++)
+        if (qp_cli_given(opts, names[i]))
+            return true;
+    return false;
 }
 
 int cmd_requant(int argc, char **argv)
 {
     struct args a = {0};
-    struct qp_cli_state st = {0};
-    const char *arg;
-    int o;
-    while ((o = qp_cli_next(&st, argc, argv, &cli, &arg)) >= 0) {
-        if (o == O_DERIVE_PC)
-            a.derive_pc = true;
-        else if (o == O_LEGACY)
-            a.legacy = true;
-        else
-            a.v[o] = arg;
-    }
-    if (o == QP_CLI_HELP)
-        return QP_EXIT_OK;
-    if (o == QP_CLI_ERROR)
-        return QP_EXIT_USAGE;
-    if (st.optind < argc)
-        return qp_cli_usage(&cli, "unexpected argument '%s'", argv[st.optind]);
-    if (!a.v[O_FLAVOR])
+    int64_t zp = 0, qmin = 0, qmax = 0, n_explain = 0;
+    float in_scale = 0, out_scale = 0;
+    enum qp_dtype dt = QP_DTYPE_COUNT;
+    const double i32lo = INT32_MIN, i32hi = INT32_MAX;
+    struct qp_cli_opt opts[] = {
+        QP_OPT_PARSE_("flavor", 'f', "F", "requantization flavor (required; see "
+                      "below)", &a.flavor, qp_opt_flavor),
+        QP_OPT_STR_("acc", 0, "ACC.npy", "accumulators, int32 (int64 for the "
+                    "int64 flavors), channels along the last axis", &a.acc),
+        QP_OPT_STR_("multiplier", 0, "M.npy", "Q31 multipliers, int32, 1 or one "
+                    "per channel", &a.mult),
+        QP_OPT_STR_("shift", 0, "S.npy", "shifts, int32, TFLite convention (> 0 "
+                    "shifts left)", &a.shift),
+        QP_OPT_STR_("scale", 0, "SCALE.npy", "effective scales (float32 or "
+                    "float64) instead of multiplier/shift", &a.scale),
+        QP_OPT_INT_("zero-point", 'z', "Z", "output zero point (default 0)", &zp,
+                    i32lo, i32hi),
+        QP_OPT_INT_("qmin", 0, "A", "final clamp minimum, output units (default: "
+                    "the dtype's)", &qmin, i32lo, i32hi),
+        QP_OPT_INT_("qmax", 0, "B", "final clamp maximum, output units (default: "
+                    "the dtype's)", &qmax, i32lo, i32hi),
+        QP_OPT_PARSE_("out-dtype", 0, "T", "int8, uint8 or int16 (default int8; "
+                      "int16 for the int64 flavors)", &dt, parse_out_dtype),
+        QP_OPT_STR_("output", 'o', "OUT.npy", "requantized output, the shape of "
+                    "ACC.npy", &a.out),
+        QP_OPT_INT_("explain", 0, "N", "print every intermediate of the first N "
+                    "elements", &n_explain, 1, 1e15),
+        QP_OPT_STR_("derive", 0, "REAL.npy", "derive (multiplier, shift) from "
+                    "real multipliers (float64)", &a.derive),
+        QP_OPT_FLAG_("derive-per-channel", 0, "derive from --input-scale, "
+                     "--weight-scale, --output-scale", &a.derive_pc),
+        QP_OPT_PARSE_("input-scale", 0, "S", "input scale (float32) for "
+                      "--derive-per-channel", &in_scale, parse_pos_float),
+        QP_OPT_STR_("weight-scale", 0, "WS.npy", "per-channel weight scales "
+                    "(float32)", &a.w_scale),
+        QP_OPT_PARSE_("output-scale", 0, "S", "output scale (float32) for "
+                      "--derive-per-channel", &out_scale, parse_pos_float),
+        QP_OPT_FLAG_("legacy-float-product", 0, "TFLite's legacy uint8 path: "
+                     "in*w rounded to float32 first", &a.legacy),
+        QP_OPT_STR_("multiplier-out", 0, "M.npy", "where --derive writes the "
+                    "multipliers", &a.mult_out),
+        QP_OPT_STR_("shift-out", 0, "S.npy", "where --derive writes the shifts",
+                    &a.shift_out),
+        QP_OPT_END_,
+    };
+    qp_cli_exclusive(opts, "derive", "derive-per-channel");
+    int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
+    if (rc != QP_CLI_GO)
+        return rc;
+    if (!qp_cli_given(opts, "flavor"))
         return qp_cli_usage(&cli, "--flavor is required");
-    if (!qp_rq_flavor_from_name(a.v[O_FLAVOR], &a.flavor))
-        return qp_cli_usage(&cli, "unknown flavor '%s'; flavors: %s", a.v[O_FLAVOR],
-                            qp_rq_flavor_list());
     const char *fname = qp_rq_flavor_name(a.flavor);
     bool fixed = qp_rq_flavor_fixed(a.flavor);
+    static const char *const apply_opts[] = {"acc", "output", "multiplier",
+                                             "shift", "scale", NULL};
+    static const char *const pc_opts[] = {"input-scale", "weight-scale",
+                                          "output-scale", "legacy-float-product",
+                                          NULL};
+    static const char *const derive_out[] = {"multiplier-out", "shift-out",
+                                             "input-scale", "weight-scale",
+                                             "output-scale",
+                                             "legacy-float-product", NULL};
 
-    if (a.v[O_DERIVE] || a.derive_pc) {
-        if (a.v[O_DERIVE] && a.derive_pc)
-            return qp_cli_usage(&cli, "--derive and --derive-per-channel exclude each other");
-        if (a.v[O_ACC] || a.v[O_OUT] || a.v[O_MULT] || a.v[O_SHIFT] || a.v[O_SCALE])
+    if (a.derive || a.derive_pc) {
+        if (any_given(opts, apply_opts))
             return qp_cli_usage(&cli, "derivation takes no --acc, -o, --multiplier, "
                                       "--shift or --scale");
-        if (!a.v[O_MULT_OUT] || !a.v[O_SHIFT_OUT])
+        if (!a.mult_out || !a.shift_out)
             return qp_cli_usage(&cli, "derivation needs --multiplier-out and --shift-out");
         if (!fixed)
             return qp_cli_usage(&cli, "%s multiplies by a float scale; it derives no "
                                       "(multiplier, shift)", fname);
-        float in = 0, out = 0;
-        if (a.derive_pc) {
-            if (!a.v[O_IN_SCALE] || !a.v[O_W_SCALE] || !a.v[O_OUT_SCALE])
-                return qp_cli_usage(&cli, "--derive-per-channel needs --input-scale, "
-                                          "--weight-scale and --output-scale");
-            if (!parse_pos_float(a.v[O_IN_SCALE], &in))
-                return qp_cli_usage(&cli, "--input-scale '%s' is not a positive float32",
-                                    a.v[O_IN_SCALE]);
-            if (!parse_pos_float(a.v[O_OUT_SCALE], &out))
-                return qp_cli_usage(&cli, "--output-scale '%s' is not a positive float32",
-                                    a.v[O_OUT_SCALE]);
-        } else if (a.v[O_IN_SCALE] || a.v[O_W_SCALE] || a.v[O_OUT_SCALE] || a.legacy) {
+        if (a.derive_pc && (!in_scale || !a.w_scale || !out_scale))
+            return qp_cli_usage(&cli, "--derive-per-channel needs --input-scale, "
+                                      "--weight-scale and --output-scale");
+        if (!a.derive_pc && any_given(opts, pc_opts))
             return qp_cli_usage(&cli, "--input-scale, --weight-scale, --output-scale and "
                                       "--legacy-float-product go with --derive-per-channel");
-        }
-        return run_derive(&a, in, out);
+        return run_derive(&a, in_scale, out_scale);
     }
 
-    if (a.v[O_MULT_OUT] || a.v[O_SHIFT_OUT] || a.v[O_IN_SCALE] || a.v[O_W_SCALE] ||
-        a.v[O_OUT_SCALE] || a.legacy)
+    if (any_given(opts, derive_out))
         return qp_cli_usage(&cli, "--multiplier-out, --shift-out and the scale options "
                                   "go with --derive or --derive-per-channel");
-    if (!a.v[O_ACC])
+    if (!a.acc)
         return qp_cli_usage(&cli, "--acc is required");
-    if (!a.v[O_OUT] && !a.v[O_EXPLAIN])
+    if (!a.out && !n_explain)
         return qp_cli_usage(&cli, "-o OUT.npy (or --explain N) is required");
-    if (a.v[O_SCALE] && (a.v[O_MULT] || a.v[O_SHIFT]))
+    if (a.scale && (a.mult || a.shift))
         return qp_cli_usage(&cli, "give --scale or --multiplier/--shift, not both");
-    if (!a.v[O_SCALE] && (!a.v[O_MULT] || !a.v[O_SHIFT]))
+    if (!a.scale && (!a.mult || !a.shift))
         return qp_cli_usage(&cli, "give --multiplier and --shift, or --scale");
-    if (!fixed && !a.v[O_SCALE])
+    if (!fixed && !a.scale)
         return qp_cli_usage(&cli, "%s multiplies by a float scale: give --scale", fname);
-
-    enum qp_dtype dt = qp_rq_flavor_acc64(a.flavor) ? QP_DTYPE_I16 : QP_DTYPE_I8;
-    if (a.v[O_DTYPE] && (!qp_dtype_from_name(a.v[O_DTYPE], &dt) ||
-                         (dt != QP_DTYPE_I8 && dt != QP_DTYPE_U8 && dt != QP_DTYPE_I16)))
-        return qp_cli_usage(&cli, "--out-dtype '%s': int8, uint8 or int16", a.v[O_DTYPE]);
-    int32_t zp = 0, qmin = (int32_t)qp_dtype_traits(dt)->min,
-            qmax = (int32_t)qp_dtype_traits(dt)->max;
-    if (a.v[O_ZP] && !parse_i32(a.v[O_ZP], &zp))
-        return qp_cli_usage(&cli, "--zero-point '%s' is not an integer", a.v[O_ZP]);
-    if (a.v[O_QMIN] && !parse_i32(a.v[O_QMIN], &qmin))
-        return qp_cli_usage(&cli, "--qmin '%s' is not an integer", a.v[O_QMIN]);
-    if (a.v[O_QMAX] && !parse_i32(a.v[O_QMAX], &qmax))
-        return qp_cli_usage(&cli, "--qmax '%s' is not an integer", a.v[O_QMAX]);
+    if (dt == QP_DTYPE_COUNT)
+        dt = qp_rq_flavor_acc64(a.flavor) ? QP_DTYPE_I16 : QP_DTYPE_I8;
+    if (!qp_cli_given(opts, "qmin"))
+        qmin = qp_dtype_traits(dt)->min;
+    if (!qp_cli_given(opts, "qmax"))
+        qmax = qp_dtype_traits(dt)->max;
     struct qp_error err;
-    if (qp_rq_check_output(a.flavor, zp, dt, qmin, qmax, &err) != QP_OK)
+    if (qp_rq_check_output(a.flavor, (int32_t)zp, dt, (int32_t)qmin,
+                           (int32_t)qmax, &err) != QP_OK)
         return qp_cli_usage(&cli, "%s", err.msg);
-    int64_t n_explain = 0;
-    if (a.v[O_EXPLAIN] && (!qp_cli_parse_i64(a.v[O_EXPLAIN], &n_explain) || n_explain < 1))
-        return qp_cli_usage(&cli, "--explain '%s' is not a positive count", a.v[O_EXPLAIN]);
-    return run_apply(&a, zp, dt, qmin, qmax, (long)n_explain);
+    return run_apply(&a, (int32_t)zp, dt, (int32_t)qmin, (int32_t)qmax,
+                     (long)n_explain);
 }

@@ -1,11 +1,8 @@
-/* cli/cmd-sweep.c: placeholder until the command is written. */
+/* cli/cmd-sweep.c: placeholder until the command is built. */
 #include "cli/cli.h"
 #include "cli/commands.h"
 
 int cmd_sweep(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    qp_cli_error("'sweep' is not implemented yet");
-    return QP_EXIT_FAIL;
+    return qp_cli_not_yet("sweep", "evaluate a grid of schemes into one CSV", argc, argv);
 }

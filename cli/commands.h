@@ -7,6 +7,7 @@ int cmd_quantize(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_ladder(int argc, char **argv);
+int cmd_detect(int argc, char **argv);
 int cmd_sensitivity(int argc, char **argv);
 int cmd_recipe(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);

@@ -21,13 +21,16 @@ static const struct {
     {"run", cmd_run, "forward pass in fp32, fake-quant or integer mode, "
                      "capturing every tensor"},
     {"diff", cmd_diff, "per-tensor error metrics between two dumps, worst first"},
-    {"ladder", cmd_ladder, "bisection ladder: where along a chain of dumps the "
-                           "error jumps"},
+    {"ladder", cmd_ladder, "bisection ladder: where along fp32 -> fake -> int "
+                           "-> device the error jumps"},
+    {"detect", cmd_detect, "which requantization flavor reproduces a device's "
+                           "integer dump"},
     {"sensitivity", cmd_sensitivity, "quantize one layer at a time and rank "
-                                     "the damage"},
-    {"recipe", cmd_recipe, "search a mixed-precision recipe priced in bytes"},
-    {"sweep", cmd_sweep, "evaluate a grid of schemes into one CSV"},
-    {"report", cmd_report, "plots and an HTML page from CSV files"},
+                                     "the damage, with a hint per layer"},
+    {"recipe", cmd_recipe, "(not yet) search a mixed-precision recipe priced "
+                           "in bytes"},
+    {"sweep", cmd_sweep, "(not yet) evaluate a grid of schemes into one CSV"},
+    {"report", cmd_report, "(not yet) plots and an HTML page from CSV files"},
     {"requant", cmd_requant, "device-exact requantization of int32 "
                              "accumulators"},
     {"kernel", cmd_kernel, "run one integer layer (conv, depthwise, fc) with "

@@ -78,3 +78,21 @@ bool qp_dtype_bytes(enum qp_dtype dtype, size_t numel, size_t *out)
     }
     return !qp_size_mul(numel, bits / 8, out);
 }
+
+enum qp_dtype qp_dtype_narrowest_int(const int32_t *v, size_t n)
+{
+    int32_t lo = 0, hi = 0;
+    for (size_t i = 0; i < n; i++) {
+        lo = v[i] < lo ? v[i] : lo;
+        hi = v[i] > hi ? v[i] : hi;
+    }
+    if (lo >= 0 && hi <= 255)
+        return QP_DTYPE_U8;
+    if (lo >= -128 && hi <= 127)
+        return QP_DTYPE_I8;
+    if (lo >= 0 && hi <= 65535)
+        return QP_DTYPE_U16;
+    if (lo >= -32768 && hi <= 32767)
+        return QP_DTYPE_I16;
+    return QP_DTYPE_I32;
+}

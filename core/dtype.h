@@ -75,4 +75,8 @@ static inline bool qp_dtype_is_packed(enum qp_dtype dtype)
 /* Bytes needed to store numel elements; false on overflow. */
 bool qp_dtype_bytes(enum qp_dtype dtype, size_t numel, size_t *out);
 
+/* The narrowest of u8, i8, u16, i16, i32 holding every v[0..n) (u8 for
+ * n == 0): how zero points are stored. */
+enum qp_dtype qp_dtype_narrowest_int(const int32_t *v, size_t n);
+
 #endif

@@ -12,11 +12,12 @@
 
 extern const struct qp_dump_ops qp_dump_ops_safetensors, qp_dump_ops_npz,
     qp_dump_ops_hdf5, qp_dump_ops_npy, qp_dump_ops_pb, qp_dump_ops_onnx,
-    qp_dump_ops_npy_dir, qp_dump_ops_pb_dir, qp_dump_ops_raw_dir;
+    qp_dump_ops_npy_dir, qp_dump_ops_pb_dir, qp_dump_ops_raw_dir,
+    qp_dump_ops_gguf;
 extern const struct qp_dump_writer_ops qp_dump_writer_ops_safetensors,
     qp_dump_writer_ops_npz, qp_dump_writer_ops_hdf5, qp_dump_writer_ops_npy,
     qp_dump_writer_ops_pb, qp_dump_writer_ops_npy_dir, qp_dump_writer_ops_pb_dir,
-    qp_dump_writer_ops_raw_dir;
+    qp_dump_writer_ops_raw_dir, qp_dump_writer_ops_gguf;
 
 static const struct {
     const char *name;
@@ -36,6 +37,7 @@ static const struct {
     [QP_DUMP_PB_DIR] = {"pb-dir", &qp_dump_ops_pb_dir, &qp_dump_writer_ops_pb_dir},
     [QP_DUMP_RAW_DIR] = {"raw-dir", &qp_dump_ops_raw_dir,
                          &qp_dump_writer_ops_raw_dir},
+    [QP_DUMP_GGUF] = {"gguf", &qp_dump_ops_gguf, &qp_dump_writer_ops_gguf},
 };
 _Static_assert(sizeof formats / sizeof formats[0] == QP_DUMP_FORMAT_COUNT,
                "formats must cover every dump format");
@@ -107,6 +109,7 @@ static enum qp_dump_format detect_file(const char *path)
         {".npz", QP_DUMP_NPZ},   {".h5", QP_DUMP_HDF5},
         {".hdf5", QP_DUMP_HDF5}, {".npy", QP_DUMP_NPY},
         {".pb", QP_DUMP_PB},     {".onnx", QP_DUMP_ONNX},
+        {".gguf", QP_DUMP_GGUF},
     };
     for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++)
         if (qp_str_ends_with(path, exts[i].ext))
@@ -145,7 +148,7 @@ enum qp_status qp_dump_open(const char *path, enum qp_dump_format format,
     if (format == QP_DUMP_AUTO)
         return qp_fail(err, QP_E_UNSUPPORTED,
                        "'%s': unknown dump format (expected .safetensors, .npz, "
-                       ".h5, .npy, .pb, .onnx or a directory)", path);
+                       ".h5, .npy, .pb, .onnx, .gguf or a directory)", path);
     return qp_dump_open_impl(path, format, NULL, out, err);
 }
 
@@ -460,6 +463,7 @@ static enum qp_status writer_format(const char *path,
         {".npy", QP_DUMP_NPY_DIR, QP_DUMP_NPY},
         {".pb", QP_DUMP_PB_DIR, QP_DUMP_PB},
         {".onnx", QP_DUMP_ONNX, QP_DUMP_ONNX},
+        {".gguf", QP_DUMP_GGUF, QP_DUMP_GGUF},
     };
     size_t len = strlen(path);
     bool dir = len && path[len - 1] == '/';
@@ -497,7 +501,7 @@ static enum qp_status writer_format(const char *path,
     }
     if (f == QP_DUMP_AUTO)
         return qp_fail(err, QP_E_INVAL, "'%s': unknown extension %s: name the "
-                       "output .safetensors, .npz, .h5, or a directory (no "
+                       "output .safetensors, .npz, .h5, .gguf, or a directory (no "
                        "extension or a trailing '/'), or give the format", path,
                        ext);
     return QP_OK;
@@ -676,7 +680,9 @@ enum qp_status qp_dump_companions_shaped(const struct qp_tensor *t, int ndim,
     enum qp_status st = qp_tensor_new(name, QP_DTYPE_F32, ndim, shape, scale, err);
     if (!st && q->zero_point) {
         snprintf(name, len, "%s.zero_point", t->name);
-        st = qp_tensor_new(name, QP_DTYPE_I32, ndim, shape, zp, err);
+        /* the narrowest integer type holding them: what a device stores */
+        st = qp_tensor_new(name, qp_dtype_narrowest_int(q->zero_point, q->count),
+                           ndim, shape, zp, err);
     }
     free(name);
     if (!st && qp_tensor_numel(*scale) != q->count)
@@ -689,7 +695,15 @@ enum qp_status qp_dump_companions_shaped(const struct qp_tensor *t, int ndim,
         return st;
     }
     memcpy((*scale)->data, q->scale, q->count * sizeof(float));
-    if (*zp)
-        memcpy((*zp)->data, q->zero_point, q->count * sizeof(int32_t));
+    for (size_t i = 0; *zp && i < q->count; i++) {
+        int32_t z = q->zero_point[i];
+        switch ((*zp)->dtype) {
+        case QP_DTYPE_U8: ((uint8_t *)(*zp)->data)[i] = (uint8_t)z; break;
+        case QP_DTYPE_I8: ((int8_t *)(*zp)->data)[i] = (int8_t)z; break;
+        case QP_DTYPE_U16: ((uint16_t *)(*zp)->data)[i] = (uint16_t)z; break;
+        case QP_DTYPE_I16: ((int16_t *)(*zp)->data)[i] = (int16_t)z; break;
+        default: ((int32_t *)(*zp)->data)[i] = z; break;
+        }
+    }
     return QP_OK;
 }

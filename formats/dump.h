@@ -8,6 +8,7 @@
  *   FILE.npz           stored or deflated members
  *   FILE.h5 / .hdf5    one dataset per tensor, attributes scale/zero_point/axis
  *   FILE.npy / FILE.pb a single tensor
+ *   FILE.gguf          GGUF: ggml block types read as f32 (formats/dump-gguf.c)
  *   FILE.onnx          the model's weights: initializers, then Constant
  *                      node values named by their output (read-only)
  *   DIR/               *.npy files, ONNX TensorProto *.pb files, or *.raw /
@@ -39,6 +40,7 @@ enum qp_dump_format {
     QP_DUMP_NPY_DIR,
     QP_DUMP_PB_DIR,
     QP_DUMP_RAW_DIR,
+    QP_DUMP_GGUF,        /* GGUF (formats/dump-gguf.c) */
     QP_DUMP_FORMAT_COUNT
 };
 
@@ -178,11 +180,11 @@ struct qp_dump_writer {
 
 /* Starts writing a dump at path; nothing appears at path until commit.
  * QP_DUMP_AUTO picks the format from the extension (.safetensors, .npz,
- * .h5/.hdf5; .npy and .pb are directories of those files); a path without
- * an extension (or ending in '/') is an npy directory. QP_E_INVAL, naming
- * the path, for an unknown extension with QP_DUMP_AUTO, a format that
- * contradicts a known extension (x.h5 as npz), or a file format for a path
- * ending in '/'. */
+ * .h5/.hdf5, .gguf; .npy and .pb are directories of those files); a path
+ * without an extension (or ending in '/') is an npy directory. QP_E_INVAL,
+ * naming the path, for an unknown extension with QP_DUMP_AUTO, a format
+ * that contradicts a known extension (x.h5 as npz), or a file format for a
+ * path ending in '/'. */
 enum qp_status qp_dump_writer_open(const char *path, enum qp_dump_format format,
                                    struct qp_dump_writer **out,
                                    struct qp_error *err);

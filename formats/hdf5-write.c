@@ -185,9 +185,15 @@ static enum qp_status put_attrs(hid_t ds, const struct qp_tensor *t, bool rename
     int64_t block = q->block_size;
     st = put_num_attr(ds, "scale", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, q->count,
                       q->scale, what, err);
-    if (!st && q->zero_point)
-        st = put_num_attr(ds, "zero_point", H5T_STD_I32LE, H5T_NATIVE_INT32,
-                          q->count, q->zero_point, what, err);
+    if (!st && q->zero_point) {
+        /* stored in the narrowest type holding them; read back as int32 */
+        enum qp_dtype zt = qp_dtype_narrowest_int(q->zero_point, q->count);
+        hid_t ft = zt == QP_DTYPE_U8 ? H5T_STD_U8LE : zt == QP_DTYPE_I8 ? H5T_STD_I8LE
+                 : zt == QP_DTYPE_U16 ? H5T_STD_U16LE
+                 : zt == QP_DTYPE_I16 ? H5T_STD_I16LE : H5T_STD_I32LE;
+        st = put_num_attr(ds, "zero_point", ft, H5T_NATIVE_INT32, q->count,
+                          q->zero_point, what, err);
+    }
     if (!st)
         st = put_num_attr(ds, "axis", H5T_STD_I32LE, H5T_NATIVE_INT32, 0, &axis,
                           what, err);

@@ -200,6 +200,23 @@ static enum qp_status copy_data(FILE *src, FILE *dst, uint64_t len,
     return QP_OK;
 }
 
+/* Writes the 8-byte length and the header text, padded with spaces so the
+ * data section starts at a multiple of 8. */
+static enum qp_status write_header(FILE *fp, const char *text, const char *path,
+                                   struct qp_error *err)
+{
+    size_t n = strlen(text), padded = (n + 7) / 8 * 8;
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+    if (fwrite(len, 1, 8, fp) != 8 || fwrite(text, 1, n, fp) != n)
+        return qp_fail(err, QP_E_IO, "'%s': write failed", path);
+    for (size_t i = n; i < padded; i++)
+        if (fputc(' ', fp) == EOF)
+            return qp_fail(err, QP_E_IO, "'%s': write failed", path);
+    return QP_OK;
+}
+
 static enum qp_status stw_commit(struct qp_dump_writer *w, struct qp_error *err)
 {
     struct st_writer *sw = w->impl;
@@ -207,18 +224,8 @@ static enum qp_status stw_commit(struct qp_dump_writer *w, struct qp_error *err)
     char *text = st ? NULL : header_text(sw, &w->meta);
     if (!st && !text)
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
-    if (!st) {
-        size_t n = strlen(text), padded = (n + 7) / 8 * 8;
-        unsigned char len[8];
-        for (int i = 0; i < 8; i++)
-            len[i] = (unsigned char)((uint64_t)padded >> (8 * i));
-        FILE *fp = sw->of->fp;
-        if (fwrite(len, 1, 8, fp) != 8 || fwrite(text, 1, n, fp) != n)
-            st = qp_fail(err, QP_E_IO, "'%s': write failed", w->path);
-        for (size_t i = n; !st && i < padded; i++)
-            if (fputc(' ', fp) == EOF)
-                st = qp_fail(err, QP_E_IO, "'%s': write failed", w->path);
-    }
+    if (!st)
+        st = write_header(sw->of->fp, text, w->path, err);
     free(text);
     if (!st)
         st = copy_data(sw->data->fp, sw->of->fp, sw->off, w->path, err);
@@ -238,3 +245,120 @@ static void stw_abort(struct qp_dump_writer *w)
 const struct qp_dump_writer_ops qp_dump_writer_ops_safetensors = {
     "safetensors", stw_open, stw_add, stw_commit, stw_abort,
 };
+
+/* ---- the streaming writer (qp_st_stream_*) -------------------------------- */
+
+struct qp_st_stream {
+    struct st_writer *sw; /* recs: the declared tensors; of: the output */
+    uint64_t written;     /* data bytes written so far, of sw->off */
+};
+
+/* Records descriptor t as the next tensor of sw's data section. */
+static enum qp_status declare(struct st_writer *sw, const struct qp_tensor *t,
+                              const char *path, struct qp_error *err)
+{
+    size_t nbytes;
+    if (!qp_st_dtype_name(t->dtype))
+        return qp_fail(err, QP_E_UNSUPPORTED, "'%s': tensor '%s': dtype %s "
+                       "cannot be streamed", path, t->name, qp_dtype_name(t->dtype));
+    enum qp_status st = qp_shape_check(t->name, t->dtype, t->ndim, t->shape,
+                                       &nbytes, err);
+    if (st)
+        return qp_error_prefix(err, "'%s': ", path);
+    if (sw->off > UINT64_MAX - nbytes)
+        return qp_fail(err, QP_E_OVERFLOW, "'%s': the data section is too large",
+                       path);
+    struct st_rec *r = &sw->recs[sw->n];
+    *r = (struct st_rec){strdup(t->name), t->dtype, t->ndim, {0}, sw->off,
+                         sw->off + nbytes};
+    if (!r->name)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    memcpy(r->shape, t->shape, sizeof r->shape);
+    sw->n++;
+    sw->off += nbytes;
+    return QP_OK;
+}
+
+enum qp_status qp_st_stream_open(const char *path,
+                                 struct qp_tensor *const *descs, size_t n,
+                                 const struct qp_dump_meta *meta,
+                                 struct qp_st_stream **out, struct qp_error *err)
+{
+    *out = NULL;
+    struct qp_st_stream *s = calloc(1, sizeof *s);
+    struct st_writer *sw = calloc(1, sizeof *sw);
+    struct st_rec *recs = calloc(n ? n : 1, sizeof *recs);
+    if (!s || !sw || !recs) {
+        free(s);
+        free(sw);
+        free(recs);
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
+    sw->recs = recs;
+    sw->cap = n;
+    s->sw = sw;
+    enum qp_status st = QP_OK;
+    for (size_t i = 0; i < n && !st; i++)
+        st = declare(sw, descs[i], path, err);
+    if (!st)
+        st = check_unique(sw, path, err);
+    const struct qp_dump_meta none = {0};
+    char *text = st ? NULL : header_text(sw, meta ? meta : &none);
+    if (!st && !text)
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
+    if (!st)
+        st = qp_outfile_open(path, &sw->of, err);
+    if (!st)
+        st = write_header(sw->of->fp, text, path, err);
+    free(text);
+    if (st) {
+        qp_st_stream_abort(s);
+        return st;
+    }
+    *out = s;
+    return QP_OK;
+}
+
+enum qp_status qp_st_stream_write(struct qp_st_stream *s, const void *data,
+                                  size_t len, struct qp_error *err)
+{
+    struct st_writer *sw = s->sw;
+    if (len > sw->off - s->written)
+        return qp_fail(err, QP_E_INVAL, "'%s': %zu bytes more than the %llu "
+                       "declared", sw->of->path, len - (size_t)(sw->off - s->written),
+                       (unsigned long long)sw->off);
+    if (len && fwrite(data, 1, len, sw->of->fp) != len)
+        return qp_fail(err, QP_E_IO, "'%s': write failed: %s", sw->of->path,
+                       strerror(errno));
+    s->written += len;
+    return QP_OK;
+}
+
+enum qp_status qp_st_stream_commit(struct qp_st_stream *s, struct qp_error *err)
+{
+    struct st_writer *sw = s->sw;
+    enum qp_status st = QP_OK;
+    if (s->written != sw->off) {
+        size_t i = 0;
+        while (i + 1 < sw->n && sw->recs[i].end <= s->written)
+            i++;
+        st = qp_fail(err, QP_E_INVAL, "'%s': %llu of %llu data bytes written "
+                     "(tensor '%s' is incomplete)", sw->of->path,
+                     (unsigned long long)s->written, (unsigned long long)sw->off,
+                     sw->recs[i].name);
+    }
+    if (!st) {
+        st = qp_outfile_commit(sw->of, err);
+        sw->of = NULL;
+    }
+    qp_st_stream_abort(s);
+    return st;
+}
+
+void qp_st_stream_abort(struct qp_st_stream *s)
+{
+    if (!s)
+        return;
+    writer_free(s->sw);
+    free(s);
+}

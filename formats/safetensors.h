@@ -62,4 +62,37 @@ void qp_st_header_free(struct qp_st_header *h);
  * NULL for packed types safetensors lacks. */
 const char *qp_st_dtype_name(enum qp_dtype dtype);
 
+/* ---- streaming writer ------------------------------------------------------
+ *
+ * For files too large to hold in memory (synthetic checkpoints of
+ * billions of parameters): every tensor is declared first, which fixes the
+ * header; the data bytes then follow in declaration order, in pieces of
+ * any size, straight into the output (one pass, no temporary copy). The
+ * file is a hidden temporary beside path until commit (core/outfile.h). */
+struct qp_st_stream;
+
+/* Declares descs[0..n) (name, dtype, shape; their data is ignored) and
+ * writes the header with meta (NULL: none) as __metadata__. QP_E_INVAL for
+ * a duplicate name, QP_E_UNSUPPORTED for a dtype safetensors lacks,
+ * QP_E_OVERFLOW for sizes that do not fit, QP_E_IO naming path. *out
+ * belongs to the caller until commit or abort. */
+enum qp_status qp_st_stream_open(const char *path,
+                                 struct qp_tensor *const *descs, size_t n,
+                                 const struct qp_dump_meta *meta,
+                                 struct qp_st_stream **out,
+                                 struct qp_error *err);
+
+/* Appends len data bytes (the next bytes of the declared tensors, C order,
+ * little-endian). QP_E_INVAL when they go past the declared total. */
+enum qp_status qp_st_stream_write(struct qp_st_stream *s, const void *data,
+                                  size_t len, struct qp_error *err);
+
+/* Checks that exactly the declared bytes were written (QP_E_INVAL naming
+ * the incomplete tensor otherwise, and nothing appears at path), then
+ * renames the file into place. Frees s either way. */
+enum qp_status qp_st_stream_commit(struct qp_st_stream *s, struct qp_error *err);
+
+/* Drops the file; frees s. NULL is ignored. */
+void qp_st_stream_abort(struct qp_st_stream *s);
+
 #endif

@@ -176,7 +176,8 @@ enum qp_status qp_run_conv_fused(struct run *r, int pos, int len, int *done,
     for (int k = 0; k < n->n_in; k++)
         if (n->in[k] >= 0 && !(in[k] = qp_run_value(r, n->in[k])))
             return QP_OK;
-    struct qp_op_ctx c = {g, node, n, in, n->n_in, &r->scratch, r->pool};
+    struct qp_op_ctx c = {g, node, n, in, n->n_in, &r->scratch, r->pool,
+                          r->opts ? r->opts->state : NULL};
     struct qp_tdesc d;
     if (!in[0] || in[0]->dtype != QP_DTYPE_F32 || n->def->infer(&c, &d, NULL))
         return QP_OK;

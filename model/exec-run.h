@@ -35,6 +35,7 @@ struct run {
     struct qp_pool *pool;      /* threads shared by the nodes' loops */
     const struct qp_exec_tune *tune;
     size_t ran;                /* nodes run so far */
+    size_t ran_skipped;        /* nodes whose outputs came from presets */
 };
 
 /* A tensor with uninitialized owned data (from the cache when it fits). */

@@ -202,6 +202,23 @@ static enum qp_status check_input_data(const struct qp_op_ctx *c,
     return QP_OK;
 }
 
+/* Infers, allocates and runs the node of c on c->in. */
+static enum qp_status exec_ctx(const struct qp_op_ctx *c, struct qp_tensor **out,
+                               struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    for (int k = 0; k < n->n_out; k++)
+        out[k] = NULL;
+    enum qp_status st = check_input_data(c, err);
+    if (!st)
+        st = alloc_outputs(c, NULL, out, err);
+    if (!st)
+        st = run_def(c, out, err);
+    if (st)
+        free_outputs(out, n->n_out);
+    return st;
+}
+
 enum qp_status qp_exec_node(const struct qp_graph *g, int node,
                             const struct qp_tensor *const *in,
                             struct qp_scratch *scratch, struct qp_pool *pool,
@@ -210,18 +227,20 @@ enum qp_status qp_exec_node(const struct qp_graph *g, int node,
     const struct qp_node *n = &g->nodes[node];
     struct qp_scratch own = {0};
     struct qp_op_ctx c = {g, node, n, in, n->n_in, scratch ? scratch : &own,
-                          pool};
-    for (int k = 0; k < n->n_out; k++)
-        out[k] = NULL;
-    enum qp_status st = check_input_data(&c, err);
-    if (!st)
-        st = alloc_outputs(&c, NULL, out, err);
-    if (!st)
-        st = run_def(&c, out, err);
-    if (st)
-        free_outputs(out, n->n_out);
+                          pool, NULL};
+    enum qp_status st = exec_ctx(&c, out, err);
     qp_scratch_release(&own);
     return st;
+}
+
+enum qp_status qp_exec_node_as(const struct qp_op_ctx *c,
+                               const struct qp_tensor *const *in,
+                               struct qp_tensor **out, struct qp_error *err)
+{
+    struct qp_op_ctx d = *c;
+    d.in = in;
+    d.n_in = c->n->n_in;
+    return exec_ctx(&d, out, err);
 }
 
 /* ---- the run ----------------------------------------------------------- */
@@ -235,7 +254,11 @@ void qp_run_track_peak(struct run *r)
 
 static void drop(struct run *r, int v)
 {
-    if (r->owned[v]) {
+    const struct qp_exec_opts *o = r->opts;
+    if (r->owned[v] && o && o->on_release) {
+        r->live_bytes -= r->live[v]->nbytes;
+        o->on_release(o->release_ctx, r->g, v, r->live[v]);
+    } else if (r->owned[v]) {
         r->live_bytes -= r->live[v]->nbytes;
         qp_run_free_tensor(&r->cache, r->live[v], r->live_bytes);
     }
@@ -307,6 +330,11 @@ static enum qp_status feed_inputs(struct run *r,
         enum qp_status st = check_input(g, v, inputs[i], err);
         if (st)
             return st;
+        if (r->opts && r->opts->preset && r->opts->preset[v]) {
+            if ((st = qp_run_publish(r, v, r->opts->preset[v], false, err)))
+                return st;
+            continue;
+        }
         struct qp_tensor *t = (struct qp_tensor *)inputs[i];
         if (h && h->on_input) {
             struct qp_tensor *u = t;
@@ -356,11 +384,18 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
         int v = n->in[k];
         in[k] = v < 0 ? NULL : g->values[v].konst ? g->values[v].konst
                                                   : r->live[v];
+        if (v >= 0 && !in[k]) /* skipped producer without a preset */
+            return qp_fail(err, QP_E_INVAL, "node '%s': input '%s' was not "
+                           "computed", n->name, g->values[v].name);
     }
-    struct qp_op_ctx c = {g, node, n, in, n->n_in, &r->scratch, r->pool};
+    struct qp_op_ctx c = {g, node, n, in, n->n_in, &r->scratch, r->pool,
+                          r->opts ? r->opts->state : NULL};
     memset(out, 0, sizeof out);
     bool done = false;
-    enum qp_status st = check_input_data(&c, err);
+    enum qp_status st = h && h->map_inputs ? h->map_inputs(h->ctx, &c, in, err)
+                                           : QP_OK;
+    if (!st)
+        st = check_input_data(&c, err);
     if (!st && h && h->run_node)
         st = h->run_node(h->ctx, &c, out, &done, err);
     if (!st && !done) {
@@ -447,6 +482,37 @@ bool qp_run_captured(const struct run *r, int v)
            fnmatch(o->capture, r->g->values[v].name, 0) == 0;
 }
 
+static bool skipped(const struct run *r, int node)
+{
+    return r->opts && r->opts->skip && r->opts->skip[node];
+}
+
+/* The first len nodes from order position i, cut before a skipped one. */
+static int unskipped(const struct run *r, int i, int len)
+{
+    int k = 0;
+    while (k < len && !skipped(r, r->g->order[i + k]))
+        k++;
+    return k;
+}
+
+/* A skipped node's outputs from the presets (borrowed). */
+static enum qp_status publish_preset(struct run *r, int node,
+                                     struct qp_error *err)
+{
+    const struct qp_node *n = &r->g->nodes[node];
+    for (int k = 0; k < n->n_out; k++) {
+        int v = n->out[k];
+        struct qp_tensor *t = v >= 0 ? r->opts->preset[v] : NULL;
+        enum qp_status st = t ? qp_run_publish(r, v, t, false, err) : QP_OK;
+        if (st)
+            return st;
+    }
+    qp_run_release_inputs(r, node);
+    r->ran_skipped++;
+    return QP_OK;
+}
+
 static enum qp_status collect_outputs(struct run *r, struct qp_tensor **outputs,
                                       struct qp_error *err)
 {
@@ -498,7 +564,7 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
         return qp_fail(err, QP_E_INVAL, "graph '%s' has %d inputs, %d given",
                        g->name, g->n_inputs, n_inputs);
     struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}, {{0}, {0}, 0, 0},
-                    qp_pool_new(0), tune, 0};
+                    qp_pool_new(0), tune, 0, 0};
     /* the modes' hooks see every node */
     bool fuse = !(tune && tune->no_fusion) && !(opts && opts->hooks);
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
@@ -514,11 +580,16 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
         st = feed_inputs(&r, inputs, err);
     for (int i = 0; !st && i < g->n_nodes;) {
         int done = 0, len;
+        if (skipped(&r, g->order[i])) {
+            st = publish_preset(&r, g->order[i], err);
+            i++;
+            continue;
+        }
         if (fuse && i + 1 < g->n_nodes && qp_op_is_conv(&g->nodes[g->order[i]]) &&
-            (len = qp_run_candidates(g, i + 1)) > 0)
+            (len = unskipped(&r, i + 1, qp_run_candidates(g, i + 1))) > 0)
             st = qp_run_conv_fused(&r, i, len, &done, err);
         if (!st && !done) {
-            len = fuse ? qp_run_candidates(g, i) : 0;
+            len = fuse ? unskipped(&r, i, qp_run_candidates(g, i)) : 0;
             done = 1;
             st = len > 1 ? qp_run_fused(&r, i, len, &done, err)
                          : qp_run_timed(&r, g->order[i], err);
@@ -538,6 +609,7 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
     if (stats) {
         stats->peak_bytes = r.peak;
         stats->nodes_run = r.ran;
+        stats->nodes_skipped = r.ran_skipped;
     }
     qp_scratch_release(&r.scratch);
     cache_release(&r.cache);

@@ -38,6 +38,13 @@ struct qp_exec_hooks {
      * hook that changes it must replace it with a new tensor). */
     enum qp_status (*on_input)(void *ctx, const struct qp_graph *g, int value,
                                struct qp_tensor **t, struct qp_error *err);
+    /* Called before node c->node runs (before run_node) with the inputs
+     * it is about to read (in[k], n->n_in entries): may replace entries
+     * with tensors the hook keeps alive until its next call or the end of
+     * the run (teacher forcing: feeding a layer reference inputs). */
+    enum qp_status (*map_inputs)(void *ctx, const struct qp_op_ctx *c,
+                                 const struct qp_tensor **in,
+                                 struct qp_error *err);
     void *ctx;
 };
 
@@ -52,11 +59,30 @@ struct qp_exec_opts {
     void *capture_ctx;
     const struct qp_exec_hooks *hooks; /* NULL: plain fp32 */
     const struct qp_progress *progress;
+    /* Reuse of an earlier run (model/session.h decides what): nodes with
+     * skip[node] set (g->n_nodes entries; NULL: none) do not run; their
+     * outputs are preset[value] (g->n_values entries, borrowed; NULL where
+     * nothing reads or captures the value), published, captured and read
+     * as if computed. A graph input with preset[value] set is not fed (its
+     * hooks do not see it) but takes the preset tensor. */
+    const bool *skip;
+    struct qp_tensor *const *preset;
+    /* Non-NULL: every value the run computed (owned tensors only: not
+     * constants, borrowed inputs, presets or graph outputs, which go to
+     * the caller) is handed over here instead of being freed, once nothing
+     * reads it any more; fn takes ownership. Values that a fused pass
+     * never materialized are not handed over. */
+    void (*on_release)(void *ctx, const struct qp_graph *g, int value,
+                       struct qp_tensor *t);
+    void *release_ctx;
+    /* handed to every operator as qp_op_ctx.state (model/op.h) */
+    void *state;
 };
 
 struct qp_exec_stats {
     size_t peak_bytes;   /* most bytes of activations + scratch alive */
     size_t nodes_run;
+    size_t nodes_skipped; /* outputs taken from opts->preset */
 };
 
 /* Runs g on inputs[i] for g->inputs[i] (n_inputs must equal
@@ -105,6 +131,12 @@ enum qp_status qp_exec_node(const struct qp_graph *g, int node,
                             const struct qp_tensor *const *in,
                             struct qp_scratch *scratch, struct qp_pool *pool,
                             struct qp_tensor **out, struct qp_error *err);
+
+/* qp_exec_node with c's graph, node, scratch, pool and state: how a hook
+ * runs the node's own operator on other inputs. */
+enum qp_status qp_exec_node_as(const struct qp_op_ctx *c,
+                               const struct qp_tensor *const *in,
+                               struct qp_tensor **out, struct qp_error *err);
 
 /* Scratch memory shared by the nodes of a run. */
 struct qp_scratch {

@@ -14,7 +14,7 @@
 
 bool qp_fuse_candidate(const struct qp_graph *g, int node)
 {
-    struct qp_op_ctx c = {g, node, &g->nodes[node], NULL, 0, NULL, NULL};
+    struct qp_op_ctx c = {g, node, &g->nodes[node], NULL, 0, NULL, NULL, NULL};
     struct qp_ew_step s;
     return qp_op_unary_ew(&c, &s) || qp_op_binary_ew(&c, &s);
 }
@@ -103,7 +103,7 @@ static bool plan_member(const struct qp_graph *g, struct qp_fuse_plan *p,
             return false;
         }
     }
-    struct qp_op_ctx c = {g, node, n, in, n->n_in, NULL, NULL};
+    struct qp_op_ctx c = {g, node, n, in, n->n_in, NULL, NULL, NULL};
     if (!qp_op_unary_ew(&c, &m->step) && !qp_op_binary_ew(&c, &m->step))
         return false;
     if (n->def->infer(&c, &m->desc, NULL) || m->desc.dtype != QP_DTYPE_F32)

@@ -77,7 +77,7 @@ static enum qp_status infer_node(struct state *s, int i, struct qp_error *err)
     }
     struct qp_tdesc out[QP_OP_MAX_IO];
     memset(out, 0, sizeof out);
-    struct qp_op_ctx c = {g, i, n, in, n->n_in, NULL, NULL};
+    struct qp_op_ctx c = {g, i, n, in, n->n_in, NULL, NULL, NULL};
     enum qp_status st = n->def->infer(&c, out, err);
     if (st)
         return st;
@@ -131,40 +131,35 @@ enum qp_status qp_graph_infer(const struct qp_graph *g,
 
 /* ---- MAC counts ----------------------------------------------------------- */
 
-static uint64_t prod_dims(const struct qp_tdesc *d, int from, int to)
-{
-    uint64_t p = 1;
-    for (int i = from; i < to; i++)
-        p *= (uint64_t)d->shape[i];
-    return p;
-}
-
 static bool node_macs(const struct qp_graph *g, const struct qp_node *n,
                       const struct qp_tdesc *descs, const bool *known,
                       uint64_t *macs)
 {
     *macs = 0;
-    bool conv = !strcmp(n->op_type, "Conv"), convt = !strcmp(n->op_type, "ConvTranspose");
-    bool mm = !strcmp(n->op_type, "MatMul"), gemm = !strcmp(n->op_type, "Gemm");
-    if (n->domain[0] || !(conv || convt || mm || gemm))
+    if (!n->def || !n->def->macs)
         return true;
-    if (n->n_in < 2 || n->out[0] < 0 || n->in[0] < 0 || n->in[1] < 0 ||
-        !known[n->in[0]] || !known[n->in[1]] || !known[n->out[0]])
+    const struct qp_tdesc *in[QP_OP_MAX_IO];
+    if (n->n_in > QP_OP_MAX_IO || n->n_out < 1 || n->out[0] < 0 ||
+        !known[n->out[0]])
         return false;
-    const struct qp_tdesc *x = &descs[n->in[0]], *w = &descs[n->in[1]];
-    const struct qp_tdesc *y = &descs[n->out[0]];
-    if (conv) /* every output element: IC/group * kernel volume */
-        *macs = prod_dims(y, 0, y->ndim) * prod_dims(w, 1, w->ndim);
-    else if (convt) /* every input element: OC/group * kernel volume */
-        *macs = prod_dims(x, 0, x->ndim) * prod_dims(w, 1, w->ndim);
-    else if (mm) /* every output element: K */
-        *macs = prod_dims(y, 0, y->ndim) * (uint64_t)x->shape[x->ndim - 1];
-    else {
-        bool ta = qp_attr_int(n, "transA", 0) != 0;
-        *macs = prod_dims(y, 0, y->ndim) * (uint64_t)x->shape[ta ? 0 : 1];
+    for (int k = 0; k < n->n_in; k++) {
+        if (n->in[k] >= 0 && !known[n->in[k]])
+            return false;
+        in[k] = n->in[k] >= 0 ? &descs[n->in[k]] : NULL;
     }
+    if (n->n_in < 2 || !in[0] || !in[1])
+        return false;
     (void)g;
+    *macs = n->def->macs(n, in, &descs[n->out[0]]);
     return true;
+}
+
+void qp_graph_node_macs(const struct qp_graph *g, const struct qp_tdesc *descs,
+                        const bool *known, uint64_t *macs)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!node_macs(g, &g->nodes[i], descs, known, &macs[i]))
+            macs[i] = 0;
 }
 
 uint64_t qp_graph_count_macs(const struct qp_graph *g,

@@ -26,9 +26,14 @@ enum qp_status qp_graph_infer(const struct qp_graph *g,
                               struct qp_tdesc *descs, bool *known,
                               struct qp_error *err);
 
-/* Multiply-accumulates of the Conv, ConvTranspose, MatMul and Gemm nodes
- * with known shapes (descs/known from qp_graph_infer); *unknown counts the
- * nodes of those types whose shapes were not known. */
+/* Multiply-accumulates of the nodes whose operator counts them (the
+ * macs trait of model/op.h: Conv, ConvTranspose, MatMul, Gemm, ...) with
+ * known shapes (descs/known from qp_graph_infer); *unknown counts the
+ * nodes of those operators whose shapes were not known. */
+/* The same per node into macs[g->n_nodes] (0 where unknown or none). */
+void qp_graph_node_macs(const struct qp_graph *g, const struct qp_tdesc *descs,
+                        const bool *known, uint64_t *macs);
+
 uint64_t qp_graph_count_macs(const struct qp_graph *g,
                              const struct qp_tdesc *descs, const bool *known,
                              int *unknown);

@@ -248,17 +248,19 @@ bool qp_op_binary_ew(const struct qp_op_ctx *c, struct qp_ew_step *s)
     return true;
 }
 
-#define BINARY(name) {"", name, 2, 2, 1, 1, 0, false, false, NULL, NULL,      \
-                      binary_infer, binary_run}
-#define VARIADIC(name, run) {"", name, 1, QP_OP_MAX_IO, 1, 1, 0, false, false, \
-                             NULL, NULL, binary_infer, run}
+#define BINARY(name, tr) {"", name, 2, 2, 1, 1, 0, false, false, NULL, NULL, \
+                          binary_infer, binary_run, tr, NULL, NULL, NULL}
+#define VARIADIC(name, run, tr) {"", name, 1, QP_OP_MAX_IO, 1, 1, 0, false,    \
+                                 false, NULL, NULL, binary_infer, run, tr,     \
+                                 NULL, NULL, NULL}
+#define EW QP_TRAIT_ELEMENTWISE
 
 const struct qp_op_def qp_ops_binary[] = {
-    BINARY("Add"),   BINARY("Sub"),     BINARY("Mul"),
-    BINARY("Div"),   BINARY("Pow"),     BINARY("Equal"),
-    BINARY("Less"),  BINARY("Greater"), BINARY("LessOrEqual"),
-    BINARY("GreaterOrEqual"),
-    VARIADIC("Max", binary_run),        VARIADIC("Min", binary_run),
-    VARIADIC("Sum", sum_run),           VARIADIC("Mean", sum_run),
+    BINARY("Add", EW),  BINARY("Sub", EW),      BINARY("Mul", EW),
+    BINARY("Div", EW),  BINARY("Pow", EW),      BINARY("Equal", 0),
+    BINARY("Less", 0),  BINARY("Greater", 0),   BINARY("LessOrEqual", 0),
+    BINARY("GreaterOrEqual", 0),
+    VARIADIC("Max", binary_run, EW),    VARIADIC("Min", binary_run, EW),
+    VARIADIC("Sum", sum_run, 0),        VARIADIC("Mean", sum_run, 0),
     {NULL},
 };

@@ -291,10 +291,43 @@ enum qp_status qp_op_conv_run(const struct qp_op_ctx *c, struct qp_tensor *y,
     return conv_run_into(c, y, epi, err);
 }
 
+/* Conv weights are [O, I/group, k...], ConvTranspose's [I, O/group, k...]. */
+static bool conv_layout(const struct qp_node *n, enum qp_wlayout *out)
+{
+    (void)n;
+    *out = QP_WLAYOUT_TORCH;
+    return true;
+}
+
+static bool convt_layout(const struct qp_node *n, enum qp_wlayout *out)
+{
+    (void)n;
+    *out = QP_WLAYOUT_IO;
+    return true;
+}
+
+/* Every output element: I/group x kernel volume. */
+static uint64_t conv_macs(const struct qp_node *n, const struct qp_tdesc *const *in,
+                          const struct qp_tdesc *out)
+{
+    (void)n;
+    return qp_tdesc_dims(out, 0, out->ndim) * qp_tdesc_dims(in[1], 1, in[1]->ndim);
+}
+
+/* Every input element: O/group x kernel volume. */
+static uint64_t convt_macs(const struct qp_node *n, const struct qp_tdesc *const *in,
+                           const struct qp_tdesc *out)
+{
+    (void)n;
+    (void)out;
+    return qp_tdesc_dims(in[0], 0, in[0]->ndim) *
+           qp_tdesc_dims(in[1], 1, in[1]->ndim);
+}
+
 const struct qp_op_def qp_ops_conv[] = {
     {"", "Conv", 2, 3, 1, 1, 0, false, false, conv_attrs, NULL, conv_infer,
-     conv_run},
+     conv_run, 0, NULL, conv_layout, conv_macs},
     {"", "ConvTranspose", 2, 3, 1, 1, 0, false, false, conv_attrs, NULL,
-     conv_infer, conv_run},
+     conv_infer, conv_run, 0, NULL, convt_layout, convt_macs},
     {NULL},
 };

@@ -151,10 +151,41 @@ static const struct qp_attr_spec gemm_attrs[] = {
     {"alpha", QP_ATTR_FLOAT}, {"beta", QP_ATTR_FLOAT},
     {"transA", QP_ATTR_INT},  {"transB", QP_ATTR_INT}, {NULL, 0}};
 
+/* MatMul's B is [.., K, N]; Gemm's B is [K, N], or [N, K] with transB. */
+static bool matmul_layout(const struct qp_node *n, enum qp_wlayout *out)
+{
+    (void)n;
+    *out = QP_WLAYOUT_KERAS;
+    return true;
+}
+
+static bool gemm_layout(const struct qp_node *n, enum qp_wlayout *out)
+{
+    *out = qp_attr_int(n, "transB", 0) ? QP_WLAYOUT_TORCH : QP_WLAYOUT_KERAS;
+    return true;
+}
+
+/* Every output element: K. */
+static uint64_t matmul_macs(const struct qp_node *n,
+                            const struct qp_tdesc *const *in,
+                            const struct qp_tdesc *out)
+{
+    (void)n;
+    int r = in[0]->ndim;
+    return qp_tdesc_dims(out, 0, out->ndim) * qp_tdesc_dims(in[0], r - 1, r);
+}
+
+static uint64_t gemm_macs(const struct qp_node *n, const struct qp_tdesc *const *in,
+                          const struct qp_tdesc *out)
+{
+    int k = qp_attr_int(n, "transA", 0) ? 0 : 1;
+    return qp_tdesc_dims(out, 0, out->ndim) * qp_tdesc_dims(in[0], k, k + 1);
+}
+
 const struct qp_op_def qp_ops_matmul[] = {
     {"", "MatMul", 2, 2, 1, 1, 0, false, false, NULL, NULL, matmul_infer,
-     matmul_run},
+     matmul_run, 0, NULL, matmul_layout, matmul_macs},
     {"", "Gemm", 2, 3, 1, 1, 0, false, false, gemm_attrs, NULL, gemm_infer,
-     gemm_run},
+     gemm_run, 0, NULL, gemm_layout, gemm_macs},
     {NULL},
 };

@@ -291,14 +291,14 @@ static const struct qp_attr_spec bn_attrs[] = {
 
 const struct qp_op_def qp_ops_norm[] = {
     {"", "Softmax", 1, 1, 1, 1, 0, false, false, axis_attrs, NULL,
-     f32_same_infer, softmax_run},
+     f32_same_infer, softmax_run, 0, NULL, NULL, NULL},
     {"", "LogSoftmax", 1, 1, 1, 1, 0, false, false, axis_attrs, NULL,
-     f32_same_infer, softmax_run},
+     f32_same_infer, softmax_run, 0, NULL, NULL, NULL},
     {"", "LayerNormalization", 2, 3, 1, 3, 0, false, false, axis_attrs, NULL,
-     ln_infer, ln_run},
+     ln_infer, ln_run, 0, NULL, NULL, NULL},
     {"", "BatchNormalization", 5, 5, 1, 3, 0, false, false, bn_attrs, NULL,
-     bn_infer, bn_run},
+     bn_infer, bn_run, 0, NULL, NULL, NULL},
     {"", "InstanceNormalization", 3, 3, 1, 1, 0, false, false, axis_attrs,
-     NULL, f32_same_infer, in_run},
+     NULL, f32_same_infer, in_run, 0, NULL, NULL, NULL},
     {NULL},
 };

@@ -174,12 +174,12 @@ static enum qp_status global_run(const struct qp_op_ctx *c,
 
 const struct qp_op_def qp_ops_pool[] = {
     {"", "MaxPool", 1, 1, 1, 2, 0, false, false, pool_attrs, pool_check,
-     pool_infer, pool_run},
+     pool_infer, pool_run, QP_TRAIT_INT_PASS, qp_op_always, NULL, NULL},
     {"", "AveragePool", 1, 1, 1, 1, 0, false, false, pool_attrs, pool_check,
-     pool_infer, pool_run},
+     pool_infer, pool_run, 0, NULL, NULL, NULL},
     {"", "GlobalAveragePool", 1, 1, 1, 1, 0, false, false, NULL, NULL,
-     global_infer, global_run},
+     global_infer, global_run, 0, NULL, NULL, NULL},
     {"", "GlobalMaxPool", 1, 1, 1, 1, 0, false, false, NULL, NULL,
-     global_infer, global_run},
+     global_infer, global_run, 0, NULL, NULL, NULL},
     {NULL},
 };

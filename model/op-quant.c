@@ -24,20 +24,34 @@ static bool is_8bit(enum qp_dtype dt)
 }
 
 /* Scale and zero-point arrays of a per-tensor or per-axis parameter pair,
- * count values each (zp NULL: all 0 of zdt). */
+ * count values each (any count the memory holds: a CTC head has 6625
+ * channels, an LLM head 32k to 256k); released with qparam_release. */
 struct qparam {
-    float s[4096];
-    int32_t z[4096];
+    float *s;
+    int32_t *z;
     size_t count;
 };
+
+static void qparam_release(struct qparam *q)
+{
+    free(q->s);
+    free(q->z);
+    q->s = NULL;
+    q->z = NULL;
+}
 
 static enum qp_status read_param(const struct qp_op_ctx *c, int si, int zi,
                                  size_t want, struct qparam *q,
                                  struct qp_error *err)
 {
     const struct qp_tensor *s = qp_op_in(c, si), *z = qp_op_in(c, zi);
-    size_t n;
-    enum qp_status st = qp_op_read_floats(c, "scale", s, q->s, 4096, &n, err);
+    size_t n, max = s ? qp_tensor_numel(s) : 1;
+    q->s = malloc((max ? max : 1) * sizeof *q->s);
+    q->z = malloc((max ? max : 1) * sizeof *q->z);
+    q->count = 0;
+    if (!q->s || !q->z)
+        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory for %zu scales", max);
+    enum qp_status st = qp_op_read_floats(c, "scale", s, q->s, max, &n, err);
     if (st)
         return st;
     if (n != 1 && want && n != want) /* want 0: any (checked by the axis) */
@@ -114,18 +128,19 @@ static enum qp_status q_run(const struct qp_op_ctx *c, struct qp_tensor *const *
                             struct qp_error *err)
 {
     const struct qp_tensor *x = c->in[0];
-    struct qparam q;
+    struct qparam q = {0};
     size_t outer = 1, ch = 1, inner = 1;
     enum qp_status st;
     if (x->dtype != QP_DTYPE_F32)
         return qp_op_fail(err, c, QP_E_UNSUPPORTED, "input is %s",
                           qp_dtype_name(x->dtype));
-    if ((st = read_param(c, 1, 2, 0, &q, err)) ||
-        (st = split_axis(c, x, q.count, &outer, &ch, &inner, err)))
-        return st;
-    st = qp_qa_quantize(QP_QA_ONNX, x->data, outer, ch, inner, q.s, q.z,
-                        out[0]->dtype, out[0]->data, err);
-    return ql_fail_prefix(c, st, err);
+    if (!(st = read_param(c, 1, 2, 0, &q, err)) &&
+        !(st = split_axis(c, x, q.count, &outer, &ch, &inner, err)))
+        st = ql_fail_prefix(c, qp_qa_quantize(QP_QA_ONNX, x->data, outer, ch,
+                                              inner, q.s, q.z, out[0]->dtype,
+                                              out[0]->data, err), err);
+    qparam_release(&q);
+    return st;
 }
 
 static enum qp_status dq_infer(const struct qp_op_ctx *c, struct qp_tdesc *out,
@@ -141,15 +156,16 @@ static enum qp_status dq_run(const struct qp_op_ctx *c,
                              struct qp_tensor *const *out, struct qp_error *err)
 {
     const struct qp_tensor *x = c->in[0];
-    struct qparam q;
+    struct qparam q = {0};
     size_t outer = 1, ch = 1, inner = 1;
     enum qp_status st;
-    if ((st = read_param(c, 1, 2, 0, &q, err)) ||
-        (st = split_axis(c, x, q.count, &outer, &ch, &inner, err)))
-        return st;
-    st = qp_qa_dequantize(x->data, x->dtype, outer, ch, inner, q.s, q.z,
-                          out[0]->data, err);
-    return ql_fail_prefix(c, st, err);
+    if (!(st = read_param(c, 1, 2, 0, &q, err)) &&
+        !(st = split_axis(c, x, q.count, &outer, &ch, &inner, err)))
+        st = ql_fail_prefix(c, qp_qa_dequantize(x->data, x->dtype, outer, ch,
+                                                inner, q.s, q.z, out[0]->data,
+                                                err), err);
+    qparam_release(&q);
+    return st;
 }
 
 static enum qp_status dyn_infer(const struct qp_op_ctx *c, struct qp_tdesc *out,
@@ -431,34 +447,37 @@ enum qp_status qp_qlin_node_run(const struct qp_op_ctx *c, enum qp_rq_flavor f,
     const struct qp_tensor *x = c->in[io->x], *w = c->in[io->w];
     const struct qp_tensor *b = io->b >= 0 ? qp_op_in(c, io->b) : NULL;
     size_t ch = (size_t)(is_conv(c) ? w->shape[0] : w->shape[w->ndim - 1]);
-    int32_t xz[1], wz[4096];
+    int32_t xz[1];
+    int32_t *wz = malloc((ch ? ch : 1) * sizeof *wz);
     size_t nxz, nwz;
-    enum qp_status st;
-    if (ch > 4096)
-        return qp_op_fail(err, c, QP_E_UNSUPPORTED, "more than 4096 channels");
-    if ((st = zero_points(c, io->xz, 1, xz, &nxz, err)) ||
-        (st = zero_points(c, io->wz, ch, wz, &nwz, err)))
-        return st;
-    if (b && (b->dtype != QP_DTYPE_I32 || qp_tensor_numel(b) != ch))
-        return qp_op_fail(err, c, QP_E_SHAPE, "bias must be %zu int32 values", ch);
     struct qp_rq rq = {0};
-    if (io->ys >= 0) { /* QLinear: requantize in flavor f */
-        struct qparam xs, ws, ys;
+    struct qparam xs = {0}, ws = {0}, ys = {0};
+    enum qp_status st = wz ? QP_OK : qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    if (!st && !(st = zero_points(c, io->xz, 1, xz, &nxz, err)))
+        st = zero_points(c, io->wz, ch, wz, &nwz, err);
+    if (!st && b && (b->dtype != QP_DTYPE_I32 || qp_tensor_numel(b) != ch))
+        st = qp_op_fail(err, c, QP_E_SHAPE, "bias must be %zu int32 values", ch);
+    if (!st && io->ys >= 0) { /* QLinear: requantize in flavor f */
         const struct qp_dtype_traits *tr = qp_dtype_traits(out[0]->dtype);
-        if ((st = read_param(c, io->xs, -1, 1, &xs, err)) ||
-            (st = read_param(c, io->ws, -1, ch, &ws, err)) ||
-            (st = read_param(c, io->ys, io->yz, 1, &ys, err)) ||
-            (st = ql_fail_prefix(c, qp_rq_prepare_scales(
-                                        &rq, f, xs.s[0], ws.s, ws.count, ys.s[0],
-                                        ys.z[0], out[0]->dtype, (int32_t)tr->min,
-                                        (int32_t)tr->max, err), err)))
-            return st;
+        if (!(st = read_param(c, io->xs, -1, 1, &xs, err)) &&
+            !(st = read_param(c, io->ws, -1, ch, &ws, err)) &&
+            !(st = read_param(c, io->ys, io->yz, 1, &ys, err)))
+            st = ql_fail_prefix(c, qp_rq_prepare_scales(
+                                       &rq, f, xs.s[0], ws.s, ws.count, ys.s[0],
+                                       ys.z[0], out[0]->dtype, (int32_t)tr->min,
+                                       (int32_t)tr->max, err), err);
     }
-    struct qp_qlin q = {x, w, b ? b->data : NULL, xz[0], wz, nwz,
-                        io->ys >= 0 ? &rq : NULL};
-    st = is_conv(c) ? qp_qlin_conv(c, &q, out[0], err)
-                    : qp_qlin_matmul(c, &q, out[0], err);
+    if (!st) {
+        struct qp_qlin q = {x, w, b ? b->data : NULL, xz[0], wz, nwz,
+                            io->ys >= 0 ? &rq : NULL};
+        st = is_conv(c) ? qp_qlin_conv(c, &q, out[0], err)
+                        : qp_qlin_matmul(c, &q, out[0], err);
+    }
+    qparam_release(&xs);
+    qparam_release(&ws);
+    qparam_release(&ys);
     qp_rq_release(&rq);
+    free(wz);
     return st;
 }
 
@@ -477,18 +496,18 @@ static const struct qp_attr_spec conv_attrs[] = {
 
 const struct qp_op_def qp_ops_quant[] = {
     {"", "QuantizeLinear", 2, 3, 1, 1, 6u, false, true, q_attrs, NULL, q_infer,
-     q_run},
+     q_run, 0, NULL, NULL, NULL},
     {"", "DequantizeLinear", 2, 3, 1, 1, 6u, false, true, q_attrs, NULL,
-     dq_infer, dq_run},
+     dq_infer, dq_run, 0, NULL, NULL, NULL},
     {"", "DynamicQuantizeLinear", 1, 1, 3, 3, 0, false, true, NULL, NULL,
-     dyn_infer, dyn_run},
+     dyn_infer, dyn_run, 0, NULL, NULL, NULL},
     {"", "QLinearConv", 8, 9, 1, 1, 0, false, true, conv_attrs, NULL,
-     qlin_infer, qlin_run},
+     qlin_infer, qlin_run, 0, NULL, NULL, NULL},
     {"", "ConvInteger", 2, 4, 1, 1, 0, false, true, conv_attrs, NULL,
-     qlin_infer, qlin_run},
+     qlin_infer, qlin_run, 0, NULL, NULL, NULL},
     {"", "QLinearMatMul", 8, 8, 1, 1, 0, false, true, NULL, NULL, qlin_infer,
-     qlin_run},
+     qlin_run, 0, NULL, NULL, NULL},
     {"", "MatMulInteger", 2, 4, 1, 1, 0, false, true, NULL, NULL, qlin_infer,
-     qlin_run},
+     qlin_run, 0, NULL, NULL, NULL},
     {NULL},
 };

@@ -176,7 +176,7 @@ static const struct qp_attr_spec reduce_attrs[] = {
     {"noop_with_empty_axes", QP_ATTR_INT}, {NULL, 0}};
 
 #define REDUCE(name) {"", name, 1, 2, 1, 1, 2u, false, false, reduce_attrs,    \
-                      NULL, reduce_infer, reduce_run}
+                      NULL, reduce_infer, reduce_run, 0, NULL, NULL, NULL}
 
 const struct qp_op_def qp_ops_reduce[] = {
     REDUCE("ReduceMean"), REDUCE("ReduceSum"), REDUCE("ReduceMax"),

@@ -471,10 +471,16 @@ static const struct qp_attr_spec resize_attrs[] = {
     {"keep_aspect_ratio_policy", QP_ATTR_STRING}, {"scales", QP_ATTR_FLOATS},
     {NULL, 0}};
 
+/* A nearest-neighbour resize copies input values. */
+static bool resize_nearest(const struct qp_node *n)
+{
+    return !strcmp(qp_attr_str(n, "mode", "nearest"), "nearest");
+}
+
 const struct qp_op_def qp_ops_resize[] = {
     {"", "Resize", 1, 4, 1, 1, 14u, false, false, resize_attrs, NULL,
-     resize_infer, resize_run},
+     resize_infer, resize_run, 0, resize_nearest, NULL, NULL},
     {"", "Upsample", 1, 2, 1, 1, 2u, false, false, resize_attrs, NULL,
-     resize_infer, resize_run},
+     resize_infer, resize_run, 0, NULL, NULL, NULL},
     {NULL},
 };

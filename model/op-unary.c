@@ -303,7 +303,8 @@ static const struct qp_attr_spec dropout_attrs[] = {
     {NULL, 0}};
 
 #define UNARY(name) {"", name, 1, 1, 1, 1, 0, false, false, act_attrs, NULL,   \
-                     unary_infer, unary_run}
+                     unary_infer, unary_run, QP_TRAIT_ELEMENTWISE, NULL, NULL, \
+                     NULL}
 
 const struct qp_op_def qp_ops_unary[] = {
     UNARY("Relu"),  UNARY("LeakyRelu"), UNARY("Sigmoid"), UNARY("HardSigmoid"),
@@ -312,14 +313,14 @@ const struct qp_op_def qp_ops_unary[] = {
     UNARY("Neg"),   UNARY("Abs"),       UNARY("Reciprocal"),
     UNARY("Floor"), UNARY("Ceil"),
     {"", "Clip", 1, 3, 1, 1, 0, false, false, clip_attrs, NULL, same_infer,
-     clip_run},
+     clip_run, QP_TRAIT_ELEMENTWISE, NULL, NULL, NULL},
     {"", "Cast", 1, 1, 1, 1, 0, false, false, cast_attrs, cast_check,
-     cast_infer, cast_run},
+     cast_infer, cast_run, 0, NULL, NULL, NULL},
     {"", "CastLike", 2, 2, 1, 1, 0, false, false, cast_attrs, NULL, cast_infer,
-     cast_run},
+     cast_run, 0, NULL, NULL, NULL},
     {"", "Identity", 1, 1, 1, 1, 0, false, false, NULL, NULL, same_infer,
-     copy_run},
+     copy_run, QP_TRAIT_INT_PASS, qp_op_always, NULL, NULL},
     {"", "Dropout", 1, 3, 1, 2, 6u, false, false, dropout_attrs, NULL,
-     dropout_infer, copy_run},
+     dropout_infer, copy_run, QP_TRAIT_INT_PASS, qp_op_always, NULL, NULL},
     {NULL},
 };

@@ -25,6 +25,20 @@ const struct qp_op_def *qp_op_at(size_t i)
     return NULL;
 }
 
+bool qp_op_always(const struct qp_node *n)
+{
+    (void)n;
+    return true;
+}
+
+uint64_t qp_tdesc_dims(const struct qp_tdesc *d, int from, int to)
+{
+    uint64_t p = 1;
+    for (int i = from < 0 ? 0 : from; i < to && i < d->ndim; i++)
+        p *= d->shape[i] > 0 ? (uint64_t)d->shape[i] : 0;
+    return p;
+}
+
 const struct qp_op_def *qp_op_find(const char *domain, const char *op_type)
 {
     /* "ai.onnx" is another spelling of the default domain */
@@ -65,7 +79,7 @@ enum qp_status qp_op_check(const struct qp_graph *g, int node,
 {
     const struct qp_node *n = &g->nodes[node];
     const struct qp_op_def *d = n->def;
-    struct qp_op_ctx c = {g, node, n, NULL, 0, NULL, NULL};
+    struct qp_op_ctx c = {g, node, n, NULL, 0, NULL, NULL, NULL};
     int last_in = n->n_in;
     while (last_in > 0 && n->in[last_in - 1] < 0)
         last_in--;

@@ -24,6 +24,7 @@
 
 #include "core/tensor.h"
 #include "kernels/eltwise-f32.h"
+#include "quant/qparams.h"
 #include "model/graph.h"
 
 /* dtype and shape of a value. */
@@ -43,6 +44,9 @@ struct qp_op_ctx {
     int n_in;
     struct qp_scratch *scratch;        /* NULL during static inference */
     struct qp_pool *pool;              /* threads for the run; may be NULL */
+    /* the run's state for stateful operators (an LLM's KV cache): what
+     * qp_exec_opts.state gives; NULL during inference and folding */
+    void *state;
 };
 
 struct qp_attr_spec {
@@ -65,7 +69,33 @@ struct qp_op_def {
                             struct qp_error *err);
     enum qp_status (*run)(const struct qp_op_ctx *c,
                           struct qp_tensor *const *out, struct qp_error *err);
+    /* ---- traits, for the planners (zero: none) ---- */
+    unsigned traits; /* QP_TRAIT_* */
+    /* True when the node only moves input 0's values to output 0 (no
+     * arithmetic: a quantized value keeps its parameters through it);
+     * NULL: never. qp_op_always for operators that always do. */
+    bool (*moves_values)(const struct qp_node *n);
+    /* The node reads input 1 as a weight (a constant that weight
+     * quantization applies to): its layout (which axis is the output
+     * channel, quant/qparams.h); NULL: no weight input. */
+    bool (*weight_layout)(const struct qp_node *n, enum qp_wlayout *out);
+    /* Multiply-accumulates of the node from its inputs' and first output's
+     * descriptors (all known); NULL: none counted. */
+    uint64_t (*macs)(const struct qp_node *n, const struct qp_tdesc *const *in,
+                     const struct qp_tdesc *out);
 };
+
+/* Operator traits. */
+enum {
+    /* output element i is a function of the inputs' elements at i alone
+     * (after broadcasting): a lookup table on quantized inputs computes it */
+    QP_TRAIT_ELEMENTWISE = 1u << 0,
+    /* runs unchanged on integer tensors (moves them as they are) */
+    QP_TRAIT_INT_PASS = 1u << 1,
+};
+
+/* For moves_values: true for every node. */
+bool qp_op_always(const struct qp_node *n);
 
 /* The definition for (domain, op_type), or NULL when unsupported. */
 const struct qp_op_def *qp_op_find(const char *domain, const char *op_type);
@@ -129,6 +159,9 @@ enum qp_status qp_op_want_f32(const struct qp_op_ctx *c, int i,
 
 /* Copies dtype and shape of t into d. */
 void qp_tdesc_of(const struct qp_tensor *t, struct qp_tdesc *d);
+
+/* Product of dims [from, to) of d (clamped to its rank). */
+uint64_t qp_tdesc_dims(const struct qp_tdesc *d, int from, int to);
 
 /* Element count of a descriptor. */
 size_t qp_tdesc_numel(const struct qp_tdesc *d);

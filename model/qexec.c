@@ -148,7 +148,7 @@ static enum qp_status run_float(struct qp_qplan *p, const struct qp_op_ctx *c,
             in[2] = q->b_fake;
     }
     if (!st)
-        st = qp_exec_node(c->g, c->node, in, c->scratch, c->pool, out, err);
+        st = qp_exec_node_as(c, in, out, err);
     for (int k = 0; !st && k < n->n_out; k++) {
         int v = n->out[k];
         if (v < 0 || !p->v[v].quant || !out[k] || out[k]->dtype != QP_DTYPE_F32)
@@ -164,13 +164,30 @@ static enum qp_status run_float(struct qp_qplan *p, const struct qp_op_ctx *c,
     return st;
 }
 
+enum qp_status qp_qplan_represent(const struct qp_qplan *p, int v,
+                                  const struct qp_tensor *x,
+                                  struct qp_tensor **out, struct qp_error *err)
+{
+    const struct qp_qval *q = &p->v[v];
+    if (q->quant && p->mode == QP_MODE_INT)
+        return qp_qplan_quantize(p, q, x, p->g->values[v].name, out, err);
+    enum qp_status st = qp_tensor_clone(x, out, err);
+    if (st || !q->quant || (*out)->dtype != QP_DTYPE_F32)
+        return st;
+    /* inherited values too: a reference value is not on the grid yet */
+    if (q->as.dynamic)
+        fake_dynamic(p, q, *out);
+    else
+        st = fake_quantize(p, q, (*out)->data, qp_tensor_numel(*out), err);
+    return st;
+}
+
 /* An operator that moves values, on the integers; outputs keep input 0's
  * parameters. */
 static enum qp_status run_pass(struct qp_qplan *p, const struct qp_op_ctx *c,
                                struct qp_tensor **out, struct qp_error *err)
 {
-    enum qp_status st = qp_exec_node(c->g, c->node, c->in, c->scratch, c->pool,
-                                     out, err);
+    enum qp_status st = qp_exec_node_as(c, c->in, out, err);
     for (int k = 0; !st && k < c->n->n_out; k++) {
         int v = c->n->out[k];
         if (v >= 0 && p->v[v].quant && out[k])
@@ -223,7 +240,7 @@ static enum qp_status lut_build(struct qp_qplan *p, const struct qp_op_ctx *c,
                          nq == 2 && j == 1 ? 256 : 1, &tmp[j], err)))
             in[quant[j]] = tmp[j];
     if (!st)
-        st = qp_exec_node(c->g, c->node, in, c->scratch, c->pool, out, err);
+        st = qp_exec_node_as(c, in, out, err);
     size_t m = nq == 2 ? 65536 : 256;
     struct qp_qnode *q = &p->n[c->node];
     if (!st && (!out[0] || out[0]->dtype != QP_DTYPE_F32 ||
@@ -633,7 +650,7 @@ static enum qp_status fake_run_node(void *ctx, const struct qp_op_ctx *c,
     if (q->b_fake && c->n_in > 2 && in[2])
         in[2] = q->b_fake;
     *done = true;
-    return qp_exec_node(c->g, c->node, in, c->scratch, c->pool, out, err);
+    return qp_exec_node_as(c, in, out, err);
 }
 
 static enum qp_status fake_after(void *ctx, const struct qp_op_ctx *c,

@@ -34,80 +34,13 @@ static bool is_op(const struct qp_node *n, const char *op)
 }
 
 /* Operators whose output values are input 0's, moved: they keep its
- * parameters. */
+ * parameters (the moves_values trait). */
 static bool moves_values(const struct qp_node *n)
 {
-    static const char *const ops[] = {"Reshape", "Flatten", "Squeeze",
-                                      "Unsqueeze", "Transpose", "Identity",
-                                      "Dropout", "Slice", "Split", "Gather",
-                                      "MaxPool"};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (is_op(n, ops[i]))
-            return true;
-    return is_op(n, "Resize") &&
-           !strcmp(qp_attr_str(n, "mode", "nearest"), "nearest");
+    return n->def && n->def->moves_values && n->def->moves_values(n);
 }
 
 /* ---- weights ---------------------------------------------------------- */
-
-/* Weighted layers: the weight input's layout for per-channel scales. */
-static bool weighted(const struct qp_graph *g, const struct qp_node *n,
-                     enum qp_wlayout *layout)
-{
-    if (n->n_in < 2 || n->in[1] < 0)
-        return false;
-    const struct qp_tensor *w = g->values[n->in[1]].konst;
-    if (!w || w->dtype != QP_DTYPE_F32 || w->ndim < 2)
-        return false;
-    /* the same rule as `qprobe quantize` on ONNX models: Conv OIHW,
-     * ConvTranspose IOHW, MatMul [.., K, N], Gemm by transB */
-    static const char *const ops[] = {"Conv", "ConvTranspose", "MatMul", "Gemm"};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (is_op(n, ops[i]))
-            return qp_wlayout_of_onnx_op(ops[i], qp_attr_int(n, "transB", 0) != 0,
-                                         layout);
-    return false;
-}
-
-/* The rule name of a weight: a BatchNorm-folded "W:bn" is "W". */
-static void rule_name(const char *name, char *buf, size_t size)
-{
-    snprintf(buf, size, "%s", name);
-    size_t n = strlen(buf);
-    if (n > 3 && !strcmp(buf + n - 3, ":bn"))
-        buf[n - 3] = '\0';
-}
-
-/* A weight of fewer than 8 bits (per tensor or per channel) unpacked to
- * int8 / uint8 with its parameters, as devices feed 4-bit weights to
- * 8-bit kernels: the same integers, so the products are exact. */
-static enum qp_status unpack8(struct qp_tensor **w, struct qp_error *err)
-{
-    const struct qp_tensor *t = *w;
-    enum qp_dtype dt = qp_dtype_traits(t->dtype)->is_signed ? QP_DTYPE_I8
-                                                            : QP_DTYPE_U8;
-    struct qp_tensor *u;
-    enum qp_status st = qp_tensor_new(t->name, dt, t->ndim, t->shape, &u, err);
-    if (st)
-        return st;
-    size_t n = qp_tensor_numel(t);
-    for (size_t i = 0; i < n; i++) {
-        int32_t v = qp_packed_get(t->dtype, t->data, i);
-        if (dt == QP_DTYPE_I8)
-            ((int8_t *)u->data)[i] = (int8_t)v;
-        else
-            ((uint8_t *)u->data)[i] = (uint8_t)v;
-    }
-    const struct qp_qparams *qp = t->qp;
-    if ((st = qp_tensor_set_qparams(u, qp->count, qp->scale, qp->zero_point,
-                                    qp->axis, qp->block_size, err))) {
-        qp_tensor_free(u);
-        return st;
-    }
-    qp_tensor_free(*w);
-    *w = u;
-    return QP_OK;
-}
 
 static enum qp_status quantize_weight(struct qp_qplan *p, int i,
                                       enum qp_wlayout layout,
@@ -116,44 +49,22 @@ static enum qp_status quantize_weight(struct qp_qplan *p, int i,
 {
     const struct qp_graph *g = p->g;
     struct qp_qnode *q = &p->n[i];
-    const struct qp_tensor *w = g->values[g->nodes[i].in[1]].konst;
+    int wv = g->nodes[i].in[1];
+    const struct qp_tensor *w = g->values[wv].konst;
     struct qp_wquant_opts o = {p->round, layout};
-    enum qp_status st = qp_rtn_quantize(w, ws, &o, &q->w_q, err);
-    if (!st)
-        st = qp_tensor_new(w->name, QP_DTYPE_F32, w->ndim, w->shape, &q->w_fake,
-                           err);
+    const struct qp_wquant *wq;
+    enum qp_status st = qp_wcache_get(p->wcache, g, wv, ws, &o,
+                                      p->mode == QP_MODE_INT, &wq, err);
     if (st)
         return st;
-    qp_tensor_read_f32(q->w_q, 0, qp_tensor_numel(w), q->w_fake->data);
-    if (p->mode == QP_MODE_INT && ws->f.bits < 8 && ws->gran != QP_GRAN_GROUP &&
-        (st = unpack8(&q->w_q, err)))
-        return st;
+    q->w_q = wq->q;
+    q->w_fake = wq->fake;
     q->wq = true;
     q->ws = *ws;
     int oa, ia;
     qp_wlayout_axes(layout, w->ndim, &oa, &ia);
     q->out_c = oa >= 0 ? (size_t)w->shape[oa] : 1;
     return QP_OK;
-}
-
-/* The recipe rule matching weight name (NULL: none, or a scheme run). */
-static const struct qp_recipe_rule *layer_rule(const struct qp_qplan_opts *o,
-                                               const char *weight)
-{
-    if (o->scheme)
-        return NULL;
-    char name[512];
-    rule_name(weight, name, sizeof name);
-    return qp_recipe_lookup(o->recipe, name);
-}
-
-/* The weight scheme of a layer, or NULL when it stays float. */
-static const struct qp_wscheme *layer_scheme(const struct qp_qplan_opts *o,
-                                             const struct qp_recipe_rule *r)
-{
-    if (o->scheme)
-        return &o->scheme->w;
-    return r && !r->fp32 ? &r->scheme.w : NULL;
 }
 
 /* ---- node kinds and values --------------------------------------------- */
@@ -193,24 +104,16 @@ static enum qp_qkind node_kind(const struct qp_qplan *p, int i)
         return QP_QK_GEMM;
     if (out0 && is_op(n, "Add") && in1)
         return QP_QK_ADD;
-    if (moves_values(n) && !is_op(n, "Resize"))
+    if (moves_values(n) && (n->def->traits & QP_TRAIT_INT_PASS))
         return QP_QK_PASS;
     return QP_QK_FLOAT;
 }
 
 /* Elementwise operators whose output element is a function of the input
- * elements at that position alone. */
+ * elements at that position alone (the elementwise trait). */
 static bool elementwise(const struct qp_node *n)
 {
-    static const char *const ops[] = {
-        "Relu", "LeakyRelu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",
-        "Erf", "Gelu", "Elu", "Sqrt", "Exp", "Log", "Neg", "Abs", "Reciprocal",
-        "Floor", "Ceil", "Clip", "Add", "Sub", "Mul", "Div", "Pow", "Max",
-        "Min"};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (is_op(n, ops[i]))
-            return true;
-    return false;
+    return n->def && (n->def->traits & QP_TRAIT_ELEMENTWISE);
 }
 
 /* Node i can run as a lookup table: elementwise, one output, one or two
@@ -279,8 +182,6 @@ void qp_qplan_free(struct qp_qplan *p)
     const struct qp_graph *g = p->g;
     for (int i = 0; p->n && i < g->n_nodes; i++) {
         struct qp_qnode *q = &p->n[i];
-        qp_tensor_free(q->w_q);
-        qp_tensor_free(q->w_fake);
         qp_tensor_free(q->b_fake);
         free(q->b_int);
         free(q->kernel_weight);
@@ -294,6 +195,7 @@ void qp_qplan_free(struct qp_qplan *p)
     for (int v = 0; p->obs && v < g->n_values; v++)
         qp_observer_free(p->obs[v]);
     free(p->obs);
+    qp_wcache_free(p->own_wcache);
     free(p->v);
     free(p->n);
     free(p);
@@ -343,58 +245,69 @@ static enum qp_status check_int(const struct qp_qplan *p, struct qp_error *err)
     return QP_OK;
 }
 
+/* The plan's assignment: the given one, or one resolved from the scheme
+ * or recipe (then owned by *own). */
+static enum qp_status plan_assign(const struct qp_graph *g,
+                                  const struct qp_qplan_opts *o,
+                                  const struct qp_qassign **a,
+                                  struct qp_qassign **own, struct qp_error *err)
+{
+    *own = NULL;
+    *a = o->assign;
+    if ((o->assign != NULL) + (o->scheme != NULL) + (o->recipe != NULL) != 1)
+        return qp_fail(err, QP_E_INVAL, "quantized run: give one of a scheme, a "
+                       "recipe or an assignment");
+    if (o->assign)
+        return QP_OK;
+    enum qp_status st = o->scheme ? qp_qassign_uniform(g, o->scheme, own, err)
+                                  : qp_qassign_recipe(g, o->recipe, own, NULL, err);
+    *a = *own;
+    return st;
+}
+
 enum qp_status qp_qplan_new(const struct qp_graph *g,
                             const struct qp_qplan_opts *o,
                             struct qp_qplan **out, struct qp_error *err)
 {
     *out = NULL;
-    if (!o->scheme == !o->recipe)
-        return qp_fail(err, QP_E_INVAL, "quantized run: give a scheme or a "
-                       "recipe");
+    const struct qp_qassign *a;
+    struct qp_qassign *own;
+    enum qp_status st = plan_assign(g, o, &a, &own, err);
+    if (st)
+        return st;
     struct qp_qplan *p = calloc(1, sizeof *p);
-    if (!p)
+    if (!p) {
+        qp_qassign_free(own);
         return qp_fail(err, QP_E_NOMEM, "out of memory");
+    }
     p->g = g;
     p->mode = o->mode;
     p->flavor = o->flavor;
-    p->qa = qp_qa_for_requant(o->flavor);
+    p->qa = o->qa_given ? o->qa : qp_qa_for_requant(o->flavor);
     p->round = flavor_round(o->flavor);
+    p->wcache = o->wcache;
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
     p->v = calloc(nv, sizeof *p->v);
     p->n = calloc((size_t)(g->n_nodes ? g->n_nodes : 1), sizeof *p->n);
     p->obs = calloc(nv, sizeof *p->obs);
-    enum qp_status st = QP_OK;
     if (!p->v || !p->n || !p->obs)
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
-    const struct qp_scheme *acts_from =
-        o->scheme ? o->scheme
-                  : o->recipe->has_default && !o->recipe->def.fp32
-                        ? &o->recipe->def.scheme : NULL;
-    p->has_acts = acts_from && acts_from->has_acts;
-    if (p->has_acts)
-        p->acts = acts_from->a;
-    for (int v = 0; p->v && v < g->n_values; v++) {
-        p->v[v].has_as = p->has_acts;
-        p->v[v].as = p->acts;
+    if (!st && !p->wcache && !(st = qp_wcache_new(&p->own_wcache, err)))
+        p->wcache = p->own_wcache;
+    for (int v = 0; !st && v < g->n_values; v++) {
+        p->v[v].has_as = a->aq[v];
+        p->v[v].as = a->as[v];
+        p->has_acts |= a->aq[v];
     }
     char lab[256];
     for (int i = 0; !st && i < g->n_nodes; i++) {
         enum qp_wlayout layout;
-        const struct qp_node *n = &g->nodes[i];
-        if (!weighted(g, n, &layout))
+        if (!a->wq[i] || !qp_node_weighted(g, i, &layout))
             continue;
-        const struct qp_recipe_rule *r = layer_rule(o, g->values[n->in[1]].name);
-        const struct qp_wscheme *ws = layer_scheme(o, r);
-        if (r && n->n_out > 0 && n->out[0] >= 0 && (r->fp32 || r->scheme.has_acts)) {
-            struct qp_qval *out = &p->v[n->out[0]];
-            out->has_as = !r->fp32;
-            if (!r->fp32)
-                out->as = r->scheme.a;
-            p->has_acts |= out->has_as;
-        }
-        if (ws && (st = quantize_weight(p, i, layout, ws, err)))
+        if ((st = quantize_weight(p, i, layout, &a->ws[i], err)))
             qp_error_prefix(err, "%s: ", qp_node_label(g, i, lab, sizeof lab));
     }
+    qp_qassign_free(own);
     if (st) {
         qp_qplan_free(p);
         return st;
@@ -433,7 +346,8 @@ enum qp_status qp_qplan_calibrate(struct qp_qplan *p,
                                      sizeof *outs);
     if (!outs)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    struct qp_exec_opts eo = {"*", observe, p, NULL, NULL};
+    struct qp_exec_opts eo = {.capture = "*", .on_capture = observe,
+        .capture_ctx = p};
     enum qp_status st = qp_exec_run(g, inputs, g->n_inputs, &eo, outs, NULL, err);
     for (int k = 0; k < g->n_outputs; k++)
         qp_tensor_free(outs[k]);
@@ -445,12 +359,23 @@ enum qp_status qp_qplan_calibrate(struct qp_qplan *p,
 
 /* ---- finishing ------------------------------------------------------------ */
 
-static enum qp_status act_params(struct qp_qplan *p, int v, struct qp_error *err)
+/* The observers' range of value v (the standalone plan's range source). */
+static enum qp_status observed_range(void *ctx, int v, const struct qp_qval *q,
+                                     enum qp_round r, float *lo, float *hi,
+                                     struct qp_error *err)
+{
+    struct qp_qplan *p = ctx;
+    if (!p->obs[v])
+        return qp_fail(err, QP_E_INVAL, "no calibration data reached it");
+    return qp_observer_range(p->obs[v], &q->as.f, r, lo, hi, err);
+}
+
+static enum qp_status act_params(struct qp_qplan *p, int v, qp_qplan_range_fn fn,
+                                 void *ctx, struct qp_error *err)
 {
     struct qp_qval *q = &p->v[v];
     float lo, hi;
-    enum qp_status st = qp_observer_range(p->obs[v], &q->as.f, p->round, &lo,
-                                          &hi, err);
+    enum qp_status st = fn(ctx, v, q, p->round, &lo, &hi, err);
     if (st)
         return qp_error_prefix(err, "activation '%s': ", p->g->values[v].name);
     qp_qparams_from_range(&q->as.f, p->round, lo, hi, &q->scale, &q->zp);
@@ -494,14 +419,35 @@ static enum qp_status round_bias(struct qp_qplan *p, int i, struct qp_error *err
     return QP_OK;
 }
 
-enum qp_status qp_qplan_finish(struct qp_qplan *p, struct qp_error *err)
+enum qp_status qp_qplan_resolve(struct qp_qplan *p, const bool *f32,
+                                struct qp_error *err)
 {
     const struct qp_graph *g = p->g;
-    if (!p->calib_batches)
+    if (f32) {
+        for (int v = 0; v < g->n_values; v++)
+            p->v[v].f32 = f32[v];
+    } else if (!p->calib_batches) {
         return qp_fail(err, QP_E_INVAL, "the quantized modes need a "
                        "calibration run first");
+    }
     plan_values(p);
-    enum qp_status st = p->mode == QP_MODE_INT ? check_int(p, err) : QP_OK;
+    p->resolved = true;
+    return p->mode == QP_MODE_INT ? check_int(p, err) : QP_OK;
+}
+
+bool qp_qplan_needs_range(const struct qp_qplan *p, int v)
+{
+    const struct qp_qval *q = &p->v[v];
+    return p->resolved && q->quant && !q->inherited && !q->as.dynamic;
+}
+
+enum qp_status qp_qplan_finish_ranges(struct qp_qplan *p, qp_qplan_range_fn fn,
+                                      void *ctx, struct qp_error *err)
+{
+    const struct qp_graph *g = p->g;
+    if (!p->resolved)
+        return qp_fail(err, QP_E_INVAL, "plan not resolved");
+    enum qp_status st = QP_OK;
     for (int v = 0; !st && v < g->n_values; v++) {
         if (!p->v[v].quant || p->v[v].inherited)
             continue;
@@ -510,7 +456,7 @@ enum qp_status qp_qplan_finish(struct qp_qplan *p, struct qp_error *err)
             qp_qformat_range(&p->v[v].as.f, &p->v[v].qmin, &p->v[v].qmax);
             continue;
         }
-        st = act_params(p, v, err);
+        st = act_params(p, v, fn, ctx, err);
     }
     /* inherited parameters, in topological order */
     for (int oi = 0; !st && oi < g->n_nodes; oi++) {
@@ -531,4 +477,87 @@ enum qp_status qp_qplan_finish(struct qp_qplan *p, struct qp_error *err)
     if (!st)
         p->finished = true;
     return st;
+}
+
+enum qp_status qp_qplan_finish(struct qp_qplan *p, struct qp_error *err)
+{
+    enum qp_status st = qp_qplan_resolve(p, NULL, err);
+    return st ? st : qp_qplan_finish_ranges(p, observed_range, p, err);
+}
+
+/* ---- signatures ----------------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    /* FNV-1a over the 8 bytes of v */
+    for (int i = 0; i < 8; i++) {
+        h ^= (v >> (8 * i)) & 0xff;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static uint64_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static uint64_t qval_sig(uint64_t h, const struct qp_qval *q)
+{
+    h = mix(h, (uint64_t)q->quant | (uint64_t)q->inherited << 1 |
+                   (uint64_t)q->as.dynamic << 2);
+    if (!q->quant)
+        return h;
+    h = mix(h, float_bits(q->scale));
+    h = mix(h, (uint64_t)(uint32_t)q->zp);
+    h = mix(h, (uint64_t)q->dtype);
+    h = mix(h, (uint64_t)(uint32_t)q->qmin << 32 | (uint32_t)q->qmax);
+    h = mix(h, (uint64_t)q->as.f.bits | (uint64_t)q->as.f.asym << 8 |
+                   (uint64_t)q->as.f.narrow << 9);
+    return h;
+}
+
+static uint64_t mode_sig(const struct qp_qplan *p)
+{
+    uint64_t h = mix(0xcbf29ce484222325ull, (uint64_t)p->mode);
+    h = mix(h, (uint64_t)p->flavor);
+    h = mix(h, (uint64_t)p->qa);
+    return mix(h, (uint64_t)p->round);
+}
+
+uint64_t qp_qplan_node_sig(const struct qp_qplan *p, int node)
+{
+    if (!p)
+        return 0;
+    const struct qp_node *n = &p->g->nodes[node];
+    const struct qp_qnode *q = &p->n[node];
+    bool any = q->wq;
+    for (int k = 0; !any && k < n->n_out; k++)
+        any = n->out[k] >= 0 && p->v[n->out[k]].quant;
+    if (!any) /* runs as the float operator does */
+        return 0;
+    uint64_t h = mode_sig(p);
+    h = mix(h, (uint64_t)q->kind | (uint64_t)q->lut_ok << 8);
+    if (q->wq) {
+        h = mix(h, (uint64_t)q->ws.f.bits | (uint64_t)q->ws.f.asym << 8 |
+                       (uint64_t)q->ws.f.narrow << 9 | (uint64_t)q->ws.gran << 16 |
+                       (uint64_t)q->ws.algo << 24);
+        h = mix(h, (uint64_t)q->ws.group);
+        if (q->ws.family != QP_WFAMILY_INT) /* q4_1 is not w4g32z */
+            h = mix(h, (uint64_t)q->ws.family | (uint64_t)q->ws.ggml << 8);
+    }
+    for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0)
+            h = qval_sig(h, &p->v[n->out[k]]);
+    return h ? h : 1;
+}
+
+uint64_t qp_qplan_input_sig(const struct qp_qplan *p, int value)
+{
+    if (!p || !p->v[value].quant)
+        return 0;
+    uint64_t h = qval_sig(mode_sig(p), &p->v[value]);
+    return h ? h : 1;
 }

@@ -56,6 +56,8 @@
 #include "kernels/quantize-act.h"
 #include "kernels/requant.h"
 #include "model/exec.h"
+#include "model/qassign.h"
+#include "model/wcache.h"
 #include "quant/observer.h"
 #include "quant/recipe.h"
 #include "quant/scheme.h"
@@ -99,8 +101,9 @@ struct qp_qnode {
     enum qp_qkind kind;
     bool wq;                     /* its weight is quantized */
     struct qp_wscheme ws;
-    struct qp_tensor *w_q;       /* integer weight with its parameters */
-    struct qp_tensor *w_fake;    /* dequantized weight (float, same shape) */
+    const struct qp_tensor *w_q; /* integer weight with its parameters */
+    const struct qp_tensor *w_fake; /* dequantized weight (float, same shape);
+                                       both borrowed from the weight cache */
     struct qp_tensor *b_fake;    /* bias on its int32 grid (float) */
     int32_t *b_int;              /* [out channels] */
     size_t out_c;
@@ -122,13 +125,25 @@ struct qp_qnode {
 
 struct qp_qplan_opts {
     enum qp_run_mode mode;          /* QP_MODE_FAKE or QP_MODE_INT */
-    const struct qp_scheme *scheme; /* one of scheme and recipe */
+    const struct qp_scheme *scheme; /* one of scheme, recipe and assign */
     const struct qp_recipe *recipe;
     enum qp_rq_flavor flavor;
+    const struct qp_qassign *assign; /* per-layer schemes (model/qassign.h) */
+    /* where quantized weights come from (shared across plans; must outlive
+     * the plan); NULL: a private cache */
+    struct qp_wcache *wcache;
+    /* the activation quantizer when not the flavor's runtime's own
+     * (qp_qa_for_requant); a device may pair one runtime's requantization
+     * with another's activation rounding */
+    bool qa_given;
+    enum qp_qa_flavor qa;
 };
 
 struct qp_qplan {
     const struct qp_graph *g;     /* borrowed; must outlive the plan */
+    struct qp_wcache *wcache;     /* weights come from here */
+    struct qp_wcache *own_wcache; /* a private one, or NULL */
+    bool resolved;                /* qp_qplan_resolve ran */
     enum qp_run_mode mode;
     enum qp_rq_flavor flavor;
     enum qp_qa_flavor qa;
@@ -164,6 +179,34 @@ enum qp_status qp_qplan_calibrate(struct qp_qplan *p,
  * and prepares the int kernels' requantization. */
 enum qp_status qp_qplan_finish(struct qp_qplan *p, struct qp_error *err);
 
+/* The two halves of qp_qplan_finish, for a caller that keeps calibration
+ * elsewhere (model/session.h): resolve decides which values are quantized
+ * from f32[v] (g->n_values entries: the value is a float activation, as a
+ * run of the model shows; NULL: what qp_qplan_calibrate saw), after which
+ * qp_qplan_needs_range tells which values need a static range; then
+ * finish_ranges asks fn for each of those ranges and finishes the plan.
+ * fn gets the value's planned quantization (its scheme in q->as) and the
+ * plan's rounding. */
+typedef enum qp_status (*qp_qplan_range_fn)(void *ctx, int value,
+                                            const struct qp_qval *q,
+                                            enum qp_round r, float *lo,
+                                            float *hi, struct qp_error *err);
+enum qp_status qp_qplan_resolve(struct qp_qplan *p, const bool *f32,
+                                struct qp_error *err);
+bool qp_qplan_needs_range(const struct qp_qplan *p, int value);
+enum qp_status qp_qplan_finish_ranges(struct qp_qplan *p, qp_qplan_range_fn fn,
+                                      void *ctx, struct qp_error *err);
+
+/* How node `node` behaves in the plan, as a 64-bit signature: 0 when it
+ * runs as in fp32 (no quantized weight, no quantized output), else a hash
+ * of the mode, flavor, its weight scheme and its outputs' quantization.
+ * Two plans in which a node and all its ancestors have equal signatures
+ * compute the same values there on the same inputs (model/session.h
+ * reuses them). p NULL (fp32) gives 0. qp_qplan_input_sig is the same for
+ * a graph input. p must be finished. */
+uint64_t qp_qplan_node_sig(const struct qp_qplan *p, int node);
+uint64_t qp_qplan_input_sig(const struct qp_qplan *p, int value);
+
 /* The int kernels' requantization parameters and packed weights, from
  * finished activation parameters (model/qexec.c; called by finish). */
 enum qp_status qp_qplan_prepare_int(struct qp_qplan *p, struct qp_error *err);
@@ -177,6 +220,13 @@ void qp_qplan_hooks(struct qp_qplan *p, struct qp_exec_hooks *h);
  * per-layer check of the int kernels against the fake mode. */
 enum qp_status qp_qplan_run_int(struct qp_qplan *p, const struct qp_op_ctx *c,
                                 struct qp_tensor **out, struct qp_error *err);
+
+/* Value v's float tensor x as the plan carries it: quantized with its
+ * parameters in the int mode, quantized then dequantized in the fake mode,
+ * a copy when v is not quantized. *out is new. */
+enum qp_status qp_qplan_represent(const struct qp_qplan *p, int v,
+                                  const struct qp_tensor *x,
+                                  struct qp_tensor **out, struct qp_error *err);
 
 /* A new integer tensor named name holding x quantized with value v's
  * parameters (the flavor's activation quantizer); qparams attached. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "quant/clip.h"
+#include "quant/ggml-quant.h"
 #include "quant/pack.h"
 
 /* Elements quantized into the int32 staging buffer before each store; a
@@ -114,6 +115,8 @@ enum qp_status qp_rtn_quantize(const struct qp_tensor *w,
                                struct qp_tensor **out, struct qp_error *err)
 {
     *out = NULL;
+    if (ws->family == QP_WFAMILY_GGML)
+        return qp_ggml_fake_quantize(w, ws->ggml, o->layout, out, err);
     if (!qp_dtype_traits(w->dtype)->is_float)
         return qp_fail(err, QP_E_UNSUPPORTED, "tensor '%s': only float tensors "
                        "can be quantized, this one is %s", w->name,
@@ -184,7 +187,10 @@ size_t qp_rtn_bytes(const struct qp_tensor *q)
     size_t bytes = q->nbytes, zb = 0;
     if (!q->qp)
         return bytes;
-    if (q->qp->zero_point && !qp_dtype_bytes(q->dtype, q->qp->count, &zb))
+    /* zero points as the writers store them: the narrowest integer type */
+    if (q->qp->zero_point &&
+        !qp_dtype_bytes(qp_dtype_narrowest_int(q->qp->zero_point, q->qp->count),
+                        q->qp->count, &zb))
         zb = SIZE_MAX / 2;
     return bytes + q->qp->count * sizeof(float) + zb;
 }

@@ -7,7 +7,14 @@
  *
  * Ranges: min/max per scale (QP_WALGO_RTN) or the MSE-optimal clipping of
  * quant/clip.h (QP_WALGO_MSE). QP_WALGO_GPTQ is refused (QP_E_UNSUPPORTED):
- * it needs calibration data and the model runtime. */
+ * it needs calibration data and the model runtime.
+ *
+ * A ggml scheme (q4_k, ...: QP_WFAMILY_GGML) has no integer-with-scales
+ * form: qp_rtn_quantize returns its values as ggml's reference quantizer
+ * and decoder give them, an F32 tensor (quant/ggml-quant.h,
+ * qp_ggml_fake_quantize), so fake quantization and the metrics work as
+ * for every scheme; the raw blocks come from qp_ggml_quantize_tensor and
+ * the bytes from qp_ggml_weight_bytes. */
 #ifndef QP_QUANT_RTN_H
 #define QP_QUANT_RTN_H
 
@@ -53,10 +60,11 @@ void qp_rtn_params(const struct qp_qformat *f, enum qp_round r,
  * tensors, scalars, and integer tensors are not. */
 bool qp_rtn_default_selected(const struct qp_tensor *t);
 
-/* Bytes a quantized tensor costs on a device: its packed data, 4 per
- * scale, and its zero points stored in the data's own type (packed as the
- * data is, as ONNX stores them); for a tensor without parameters, its
- * data. */
+/* Bytes a quantized tensor costs: its packed data, 4 per scale, and its
+ * zero points in the narrowest integer type holding them
+ * (qp_dtype_narrowest_int), which is how every writer stores them (the
+ * bytes a .safetensors file holds for the tensor and its companions); for
+ * a tensor without parameters, its data. */
 size_t qp_rtn_bytes(const struct qp_tensor *q);
 
 #endif

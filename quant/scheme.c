@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quant/ggml-quant.h"
+
 #define GROUP_MAX ((int64_t)1 << 30)
 #define PCT_DECIMALS 6
 
@@ -31,6 +33,17 @@ const char *qp_walgo_name(enum qp_walgo a)
 const char *qp_arange_name(enum qp_arange r)
 {
     return (unsigned)r < QP_ARANGE_COUNT ? arange_names[r] : "?";
+}
+
+bool qp_wscheme_equal(const struct qp_wscheme *a, const struct qp_wscheme *b)
+{
+    if (a->family != b->family)
+        return false;
+    if (a->family == QP_WFAMILY_GGML)
+        return a->ggml == b->ggml;
+    return a->f.bits == b->f.bits && a->f.asym == b->f.asym &&
+           a->f.narrow == b->f.narrow && a->gran == b->gran &&
+           a->group == b->group && a->algo == b->algo;
 }
 
 /* Parser state: the string, the cursor, and where an error points. */
@@ -165,8 +178,35 @@ static enum qp_status percentile(struct cur *c, double *out)
     return QP_OK;
 }
 
+/* GGML: a ggml type name at the cursor ('q' ...). */
+static enum qp_status ggml_weights(struct cur *c, struct qp_wscheme *w)
+{
+    size_t start = c->i;
+    while (c->i < c->len && (is_alpha(c->s[c->i]) || is_digit(c->s[c->i]) ||
+                             c->s[c->i] == '_'))
+        c->i++;
+    enum qp_ggml_type t;
+    if (!qp_ggml_type_from_scheme(c->s + start, c->i - start, &t))
+        return fail_at(c, start, "unknown ggml type '%.*s' (expected q8_0, "
+                       "q4_0, q4_1, q5_0, q4_k or q6_k)", (int)(c->i - start),
+                       c->s + start);
+    const struct qp_ggml_type_info *ti = qp_ggml_type_info(t);
+    w->family = QP_WFAMILY_GGML;
+    w->ggml = t;
+    w->f.bits = ti->bits;
+    w->f.asym = t == QP_GGML_Q4_1 || t == QP_GGML_Q4_K;
+    w->gran = QP_GRAN_GROUP;
+    w->group = ti->block;
+    if (c->i < c->len && c->s[c->i] == '@')
+        return fail_at(c, c->i, "a ggml type takes no '@' algorithm (ggml's "
+                       "reference quantizer is fixed)");
+    return QP_OK;
+}
+
 static enum qp_status weights(struct cur *c, struct qp_wscheme *w)
 {
+    if (c->i < c->len && c->s[c->i] == 'q')
+        return ggml_weights(c, w);
     if (c->i >= c->len || c->s[c->i] != 'w')
         return fail_at(c, c->i, "expected 'w' and the weight bits at the start");
     c->i++;
@@ -237,18 +277,36 @@ static enum qp_status acts(struct cur *c, struct qp_ascheme *a)
     return QP_OK;
 }
 
+/* The checks every whole-string parse starts with. */
+static enum qp_status whole_start(struct cur *c, const char *what)
+{
+    if (c->len == 0)
+        return fail_at(c, 0, "empty %s", what);
+    if (c->len > QP_SCHEME_MAX)
+        return fail_at(c, QP_SCHEME_MAX, "longer than %d characters",
+                       QP_SCHEME_MAX);
+    return QP_OK;
+}
+
+/* What is left after a whole-string parse; pos as the parsers report it. */
+static enum qp_status whole_end(struct cur *c, enum qp_status st,
+                                const char *part, int *pos)
+{
+    if (!st && c->i < c->len)
+        st = fail_at(c, c->i, "unexpected '%c' after the %s", c->s[c->i] >= 0x20 &&
+                     c->s[c->i] < 0x7f ? c->s[c->i] : '?', part);
+    if (pos)
+        *pos = st ? c->pos : -1;
+    return st;
+}
+
 enum qp_status qp_scheme_parse(const char *s, struct qp_scheme *out, int *pos,
                                struct qp_error *err)
 {
     struct cur c = {s, 0, strlen(s), -1, err};
     struct qp_scheme r;
     memset(&r, 0, sizeof r);
-    enum qp_status st = QP_OK;
-    if (c.len == 0)
-        st = fail_at(&c, 0, "empty scheme");
-    else if (c.len > QP_SCHEME_MAX)
-        st = fail_at(&c, QP_SCHEME_MAX, "longer than %d characters",
-                     QP_SCHEME_MAX);
+    enum qp_status st = whole_start(&c, "scheme");
     if (!st)
         st = weights(&c, &r.w);
     if (!st && c.i < c.len && c.s[c.i] == '+') {
@@ -256,20 +314,50 @@ enum qp_status qp_scheme_parse(const char *s, struct qp_scheme *out, int *pos,
         r.has_acts = true;
         st = acts(&c, &r.a);
     }
-    if (!st && c.i < c.len)
-        st = fail_at(&c, c.i, "unexpected '%c' after the %s", c.s[c.i] >= 0x20 &&
-                     c.s[c.i] < 0x7f ? c.s[c.i] : '?',
-                     r.has_acts ? "activation part" : "weight part");
-    if (pos)
-        *pos = st ? c.pos : -1;
+    st = whole_end(&c, st, r.has_acts ? "activation part" : "weight part", pos);
     if (!st)
         *out = r;
+    return st;
+}
+
+enum qp_status qp_ascheme_parse(const char *s, struct qp_ascheme *out, int *pos,
+                                struct qp_error *err)
+{
+    struct cur c = {s, 0, strlen(s), -1, err};
+    struct qp_ascheme a;
+    memset(&a, 0, sizeof a);
+    enum qp_status st = whole_start(&c, "activation scheme");
+    if (!st)
+        st = acts(&c, &a);
+    st = whole_end(&c, st, "activation part", pos);
+    if (!st)
+        *out = a;
     return st;
 }
 
 static int sym_char(const struct qp_qformat *f)
 {
     return f->asym ? 'z' : f->narrow ? 'n' : 0;
+}
+
+void qp_ascheme_format(const struct qp_ascheme *a, char *buf, size_t size)
+{
+    char range[48] = "";
+    if (a->range == QP_ARANGE_PCT) {
+        /* shortest decimal that reads back as the same double */
+        char num[32];
+        for (int d = 0; d <= PCT_DECIMALS; d++) {
+            snprintf(num, sizeof num, "%.*f", d, a->pct);
+            if (strtod(num, NULL) == a->pct)
+                break;
+        }
+        snprintf(range, sizeof range, ":pct%s", num);
+    } else if (a->range != QP_ARANGE_MINMAX) {
+        snprintf(range, sizeof range, ":%s", qp_arange_name(a->range));
+    }
+    int as = sym_char(&a->f);
+    snprintf(buf, size, "a%u%c%s%s", a->f.bits, a->dynamic ? 'd' : 't',
+             as == 'z' ? "z" : as == 'n' ? "n" : "", range);
 }
 
 void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size)
@@ -280,29 +368,17 @@ void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size)
     else
         snprintf(g, sizeof g, "%s", qp_gran_name(s->w.gran));
     int ws = sym_char(&s->w.f);
-    snprintf(w, sizeof w, "w%u%s%s%s%s", s->w.f.bits, g,
-             ws == 'z' ? "z" : ws == 'n' ? "n" : "",
-             s->w.algo != QP_WALGO_RTN ? "@" : "",
-             s->w.algo != QP_WALGO_RTN ? qp_walgo_name(s->w.algo) : "");
+    if (s->w.family == QP_WFAMILY_GGML)
+        snprintf(w, sizeof w, "%s", qp_ggml_type_info(s->w.ggml)->scheme);
+    else
+        snprintf(w, sizeof w, "w%u%s%s%s%s", s->w.f.bits, g,
+                 ws == 'z' ? "z" : ws == 'n' ? "n" : "",
+                 s->w.algo != QP_WALGO_RTN ? "@" : "",
+                 s->w.algo != QP_WALGO_RTN ? qp_walgo_name(s->w.algo) : "");
     if (s->has_acts) {
-        const struct qp_ascheme *a = &s->a;
-        char range[48] = "";
-        if (a->range == QP_ARANGE_PCT) {
-            /* shortest decimal that reads back as the same double */
-            char num[32];
-            for (int d = 0; d <= PCT_DECIMALS; d++) {
-                snprintf(num, sizeof num, "%.*f", d, a->pct);
-                if (strtod(num, NULL) == a->pct)
-                    break;
-            }
-            snprintf(range, sizeof range, ":pct%s", num);
-        } else if (a->range != QP_ARANGE_MINMAX) {
-            snprintf(range, sizeof range, ":%s", qp_arange_name(a->range));
-        }
-        int as = sym_char(&a->f);
-        snprintf(tail, sizeof tail, "+a%u%c%s%s", a->f.bits,
-                 a->dynamic ? 'd' : 't', as == 'z' ? "z" : as == 'n' ? "n" : "",
-                 range);
+        char a[72];
+        qp_ascheme_format(&s->a, a, sizeof a);
+        snprintf(tail, sizeof tail, "+%s", a);
     }
     snprintf(buf, size, "%s%s", w, tail);
 }

@@ -1,7 +1,8 @@
 /* quant/scheme.h: scheme strings (DESIGN.md §4), parsed and printed.
  *
  *   SCHEME  := WEIGHTS [ '+' ACTS ]
- *   WEIGHTS := 'w' BITS GRAN [ 'z' | 'n' ] [ '@' ALGO ]
+ *   WEIGHTS := 'w' BITS GRAN [ 'z' | 'n' ] [ '@' ALGO ] | GGML
+ *   GGML    := 'q8_0' | 'q4_0' | 'q4_1' | 'q5_0' | 'q4_k' | 'q6_k'
  *   GRAN    := 't' | 'c' | 'g' N        per-tensor | per-channel | groups of N
  *   'z'     := asymmetric (zero point, unsigned storage); default symmetric
  *   'n'     := symmetric narrow range (qmin = -qmax, e.g. [-127, 127])
@@ -9,6 +10,10 @@
  *   ACTS    := 'a' BITS ( 't' | 'd' ) [ 'z' | 'n' ] [ ':' RANGE ]
  *   RANGE   := 'minmax' (default) | 'ema' | 'pct' P | 'mse' | 'kl'
  *   BITS    := 2..8 | 16;  N := 1..2^30;  0 < P <= 100
+ *
+ * GGML names one of ggml's block types (core/ggml-block.h), quantized by
+ * ggml's reference code (quant/ggml-quant.h) along the input axis: a whole
+ * weight scheme with no granularity, symmetry or algorithm of its own.
  *
  * 'n' and 'ema' extend the DESIGN.md grammar: narrow range is what TFLite
  * uses for int8 weights, and 'ema' names the moving-average min/max
@@ -24,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/ggml-block.h"
 #include "core/status.h"
 
 /* Only grow; each ends in _COUNT. */
@@ -57,11 +63,23 @@ struct qp_qformat {
     bool narrow;        /* symmetric only: qmin = -qmax */
 };
 
+/* Which quantizer family a weight scheme belongs to. */
+enum qp_wfamily {
+    QP_WFAMILY_INT = 0, /* 'w' BITS ...: integers with scales (zeroed default) */
+    QP_WFAMILY_GGML,    /* a ggml block type */
+    QP_WFAMILY_COUNT
+};
+
 struct qp_wscheme {
     struct qp_qformat f;
     enum qp_gran gran;
     int64_t group;      /* QP_GRAN_GROUP: elements per group, else 0 */
     enum qp_walgo algo;
+    /* QP_WFAMILY_GGML: the block type; f, gran and group then describe it
+     * roughly for code that does not know the family (nominal bits,
+     * asymmetric for q4_1 / q4_k, groups of the block size, @rtn) */
+    enum qp_wfamily family;
+    enum qp_ggml_type ggml;
 };
 
 struct qp_ascheme {
@@ -90,9 +108,24 @@ struct qp_scheme {
 enum qp_status qp_scheme_parse(const char *s, struct qp_scheme *out, int *pos,
                                struct qp_error *err);
 
+/* Parses an activation part alone ("a16t", "a8tz:kl"), as it follows '+'
+ * in a scheme; errors as qp_scheme_parse's. */
+enum qp_status qp_ascheme_parse(const char *s, struct qp_ascheme *out, int *pos,
+                                struct qp_error *err);
+
+/* Writes the canonical form of an activation part ("a8t:kl") into buf. */
+void qp_ascheme_format(const struct qp_ascheme *a, char *buf, size_t size);
+
 /* Writes the canonical form of s into buf (QP_SCHEME_MAX bytes suffice).
  * s must be valid (as produced by qp_scheme_parse). */
 void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size);
+
+/* True when a and b quantize weights the same way: every field that
+ * matters (the ggml type of a ggml scheme, bits, symmetry, granularity,
+ * group, algorithm), compared one by one (the struct has padding). A ggml
+ * scheme and the integer scheme with the same nominal fields (q4_1 and
+ * w4g32z) differ. */
+bool qp_wscheme_equal(const struct qp_wscheme *a, const struct qp_wscheme *b);
 
 /* Names: "t"/"c"/"g", "rtn"/"mse"/"gptq", "minmax"/"ema"/"pct"/"mse"/"kl". */
 const char *qp_gran_name(enum qp_gran g);

@@ -30,7 +30,7 @@ make_act() {
 test_diff_csv_hand_computed() {
     make_pair
     "$QPROBE" diff ref test --csv m.csv >table.txt 2>err
-    assert_eq "$(head -n 1 m.csv)" "rank,name,shape,numel,sqnr_db,cosine,mae,max_abs,rel_l2,ref_absmax,nonfinite,kl,top1,test_name"
+    assert_eq "$(head -n 1 m.csv)" "rank,name,shape,numel,sqnr_db,cosine,mae,max_abs,rel_l2,ref_absmax,nonfinite,kl,top1,test_name,mae_lsb,max_lsb,rmse_lsb,mismatches"
     assert_eq "$(csv_field m.csv x rank)" 1
     assert_eq "$(csv_field m.csv x shape)" 2x2
     assert_eq "$(csv_field m.csv x numel)" 4
@@ -69,7 +69,9 @@ test_diff_zero_tensors_and_nonfinite_rank_first() {
     "$QPROBE" diff ref test --csv m.csv -q >/dev/null
     assert_eq "$(csv_field m.csv nan rank)" 1
     assert_eq "$(csv_field m.csv nan nonfinite)" 2
-    assert_eq "$(csv_field m.csv nan sqnr_db)" inf
+    # NaN is never a pass: no error figure, so -inf SQNR and NaN cosine
+    assert_eq "$(csv_field m.csv nan sqnr_db)" -inf
+    assert_eq "$(csv_field m.csv nan cosine)" nan
     assert_eq "$(csv_field m.csv zref rank)" 2
     assert_eq "$(csv_field m.csv zref sqnr_db)" -inf
     assert_eq "$(csv_field m.csv zref rel_l2)" inf
@@ -84,6 +86,62 @@ test_diff_zero_tensors_and_nonfinite_rank_first() {
     # the same with --sort mae: non-finite still first, then mae high to low
     "$QPROBE" diff ref test --sort mae --csv m2.csv -q >/dev/null
     assert_eq "$(cut -d, -f2 m2.csv | tr '\n' ' ')" "name nan zref ztest zero "
+}
+
+test_diff_nan_fails_every_threshold() {
+    # defect: an all-NaN tensor scored sqnr inf, cosine 1 and passed these
+    mkdir ref test
+    mkt ref/a.npy f32 3 1,2,3
+    mkt test/a.npy f32 3 nan,nan,nan
+    mkt ref/b.npy f32 3 1,2,3
+    mkt test/b.npy f32 3 1,2,3
+    assert_exit 3 "$QPROBE" diff ref test -q --fail-if 'sqnr_db<25'
+    assert_contains err "threshold crossed: sqnr_db<25: 'a'"
+    for cond in 'cosine<0.99' 'mae>1' 'max_abs>=100' 'rel_l2>0.5' 'sqnr_db<=-1000'; do
+        assert_exit 3 "$QPROBE" diff ref test -q --fail-if "$cond"
+        assert_contains err "'a'"
+        case "$(cat err)" in *"'b'"*) fail "$cond: 'b' reported" ;; esac
+    done
+}
+
+test_diff_empty_fail_if_is_a_usage_error() {
+    mkdir ref test
+    mkt ref/a.npy f32 3 1,2,3
+    mkt test/a.npy f32 3 1,2,3
+    for cond in '' ',' ',,,' 'sqnr_db<25,' ' , '; do
+        assert_exit 2 "$QPROBE" diff ref test -q --fail-if "$cond"
+        assert_contains err "empty condition"
+    done
+    assert_exit 0 "$QPROBE" diff ref test -q --fail-if 'sqnr_db<25,cosine<0.99'
+}
+
+test_diff_csv_to_stdout_is_only_the_csv() {
+    mkdir ref test
+    mkt ref/a.npy f32 3 1,2,3
+    mkt test/a.npy f32 3 1,2,4
+    "$QPROBE" diff ref test -q --csv - > out
+    assert_eq "$(head -n 1 out | cut -d, -f1-3)" "rank,name,shape"
+    assert_eq "$(wc -l < out | tr -d ' ')" 2
+    "$QPROBE" inspect ref --csv - > out2
+    assert_eq "$(head -n 1 out2 | cut -d, -f1-2)" "name,dtype"
+    assert_eq "$(wc -l < out2 | tr -d ' ')" 2
+}
+
+test_diff_layout_on_one_side_warns_and_strict_refuses() {
+    # defect: a same-shape 4-D pair with a layout tag on one side only was
+    # compared silently
+    mkdir ref
+    mkt ref/x.npy f32 1x2x2x2 1,2,3,4,5,6,7,8
+    "$MKDEMO" convert ref test raw-dir
+    sed -i 's/"shape":/"layout": "NHWC", "shape":/' test/index.json
+    "$QPROBE" diff ref test -q --csv m.csv > /dev/null 2> err
+    assert_contains err "warning: 'x': layout NHWC known on the test side only"
+    assert_eq "$(csv_field m.csv x sqnr_db)" inf
+    assert_exit 1 "$QPROBE" diff ref test -q --strict
+    assert_contains err "refused under --strict"
+    # declaring the reference's layout makes it a conversion, no warning
+    "$QPROBE" diff ref test -q --layout NCHW: > /dev/null 2> err
+    case "$(cat err)" in *warning*) fail "warned after --layout" ;; esac
 }
 
 test_diff_int8_dequantized_and_layout() {
@@ -219,8 +277,9 @@ test_diff_plot_png_svg_and_script() {
     # the data: dump order (same, then x: natural order of the files), the
     # worst (x) marked, the inf drawn at the top as kind 1
     assert_eq "$(grep -c '"x"' p.dat)" 1
-    assert_eq "$(awk '$5 == "\"x\"" {print $1, $3, $4}' p.dat)" "1 0 1"
-    assert_eq "$(awk '$5 == "\"same\"" {print $1, $3, $4}' p.dat)" "0 1 0"
+    # columns: index block value kind worst_rank mark_y name
+    assert_eq "$(awk '$7 == "\"x\"" {print $1, $2, $4, $5}' p.dat)" "1 -1 0 1"
+    assert_eq "$(awk '$7 == "\"same\"" {print $1, $2, $4, $5}' p.dat)" "0 -1 1 0"
     # the kept script draws it again
     rm p.png
     gnuplot p.gp
@@ -230,6 +289,29 @@ test_diff_plot_png_svg_and_script() {
     assert_contains sub/p.svg "<svg"
     assert_contains sub/p.svg "SQNR per tensor"
     [ -s sub/p.dat ] && [ -s sub/p.gp ] || fail "sub/p.dat or sub/p.gp missing"
+}
+
+test_diff_plot_hundreds_of_tensors_stays_readable() {
+    # defect: with hundreds of tensors the worst-layer labels overprinted
+    mkdir ref test
+    for l in 0 1 2 3 4 5 6 7 8 9 10 11; do
+        for k in q k v o gate up down; do
+            mkt "ref/model.layers.$l.$k.npy" f32 4 1,2,3,4
+            mkt "test/model.layers.$l.$k.npy" f32 4 1,2,3,$((5 + l))
+        done
+    done
+    "$QPROBE" diff ref test --plot p.png --mark 30 -q >/dev/null
+    # every marked point listed beside the plot (20 rows, then a count)
+    assert_eq "$(grep -c "at screen 0.775" p.gp)" 22
+    assert_contains p.gp "(+10 more in the CSV)"
+    # rank numbers on the plot only where points are apart: at most 10
+    n=$(grep -c "offset 0.8,0.8" p.gp)
+    [ "$n" -ge 1 ] && [ "$n" -le 10 ] || fail "$n rank labels on the plot"
+    # one dotted line per block boundary (12 blocks) and block numbers
+    assert_eq "$(grep -c "nohead dt 3" p.gp)" 11
+    assert_contains p.gp "set label 'L11'"
+    assert_eq "$(awk '$7 == "\"model.layers.7.up\"" {print $2}' p.dat)" 7
+    [ -s p.png ] || fail "no plot"
 }
 
 test_diff_bad_input_exit_1_no_partial_outputs() {
@@ -298,8 +380,9 @@ test_diff_simd_and_reference_agree_and_version_names_them() {
     # shellcheck disable=SC2086
     QP_KERNELS=ref "$QPROBE" diff $args --csv ref.csv >/dev/null
     assert_eq "$(cut -d, -f1-4,8,11 simd.csv)" "$(cut -d, -f1-4,8,11 ref.csv)"
-    paste -d, simd.csv ref.csv | awk -F, 'NR > 1 {
-        for (c = 5; c <= 10; c++) { a = $c; b = $(c + 14); d = a - b; if (d < 0) d = -d
+    cols=$(head -n 1 simd.csv | awk -F, '{ print NF }')
+    paste -d, simd.csv ref.csv | awk -F, -v cols="$cols" 'NR > 1 {
+        for (c = 5; c <= 10; c++) { a = $c; b = $(c + cols); d = a - b; if (d < 0) d = -d
             if (d > 1e-7 * (b < 0 ? -b : b) + 1e-12) { print "row " NR " col " c ": " a " vs " b; bad = 1 } }
     } END { exit bad }' || fail "SIMD and reference metrics differ"
 }

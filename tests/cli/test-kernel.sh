@@ -177,17 +177,17 @@ test_kernel_usage_errors() {
     assert_contains err "--input-offset is required"
     assert_exit 2 "$QPROBE" kernel conv --flavor nope --input x.npy \
         --filter w.npy --input-offset 0 --output-offset 0 --scale s.npy -o y.npy
-    assert_contains err "unknown flavor 'nope' (one of tflite-double"
+    assert_contains err "--flavor: unknown requantization flavor 'nope' (tflite-double"
     assert_exit 2 "$QPROBE" kernel conv --flavor xnnpack-fp32 --input x.npy \
         --filter w.npy --input-offset 0 --output-offset 0 --multiplier m.npy \
         --shift s.npy -o y.npy
     assert_contains err "flavor 'xnnpack-fp32' multiplies by a float scale"
     assert_exit 2 "$QPROBE" kernel conv --int32 --input x.npy --filter w.npy \
         --input-offset 0 --stride 0,1 -o y.npy
-    assert_contains err "--stride, --dilation take H,W (>= 1)"
+    assert_contains err "--stride: expected H,W (each 1..2^24)"
     assert_exit 2 "$QPROBE" kernel conv --int32 --input x.npy --filter w.npy \
         --input-offset 3x -o y.npy
-    assert_contains err "--input-offset '3x' is not an integer"
+    assert_contains err "--input-offset must be a whole number in [-2147483648, 2147483647], not '3x'"
     assert_exit 2 "$QPROBE" kernel conv --int32 --input x.npy --filter w.npy \
         --input-offset 0 --pad 1 --padding same -o y.npy
     assert_contains err "give --pad or --padding, not both"

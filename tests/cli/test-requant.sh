@@ -203,7 +203,7 @@ test_requant_refusals() {
     assert_exit 2 run --acc acc.npy --multiplier m.npy --shift s.npy -o out.npy
     assert_contains err "--flavor is required"
     assert_exit 2 run -f tflite-triple --acc acc.npy --multiplier m.npy --shift s.npy -o out.npy
-    assert_contains err "unknown flavor 'tflite-triple'; flavors: tflite-double"
+    assert_contains err "--flavor: unknown requantization flavor 'tflite-triple' (tflite-double"
     assert_exit 2 run -f tflite --acc acc.npy --multiplier m.npy --shift s.npy
     assert_contains err "-o OUT.npy (or --explain N) is required"
     assert_exit 2 run -f tflite --acc acc.npy --multiplier m.npy -o out.npy
@@ -215,9 +215,9 @@ test_requant_refusals() {
     assert_exit 2 run -f tflite --acc acc.npy --multiplier m.npy --shift s.npy -z 200 -o out.npy
     assert_contains err "zero point 200 is outside the i8 range [-128, 127]"
     assert_exit 2 run -f tflite --acc acc.npy --multiplier m.npy --shift s.npy --out-dtype f32 -o out.npy
-    assert_contains err "--out-dtype 'f32': int8, uint8 or int16"
+    assert_contains err "--out-dtype: 'f32': int8, uint8 or int16"
     assert_exit 2 run -f tflite --acc acc.npy --multiplier m.npy --shift s.npy --qmin x -o out.npy
-    assert_contains err "--qmin 'x' is not an integer"
+    assert_contains err "--qmin must be a whole number in [-2147483648, 2147483647], not 'x'"
     assert_exit 2 run -f ort --derive m.npy --multiplier-out a.npy --shift-out b.npy
     assert_contains err "ort multiplies by a float scale; it derives no"
     assert_exit 2 run -f tflite --derive-per-channel --weight-scale m.npy --multiplier-out a.npy \

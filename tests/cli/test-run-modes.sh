@@ -17,8 +17,8 @@ test_run_modes_usage_and_refusals() {
     assert_exit 2 "$QPROBE" run "$m/model.onnx" --input "$in" --mode int --scheme w8c+a8t --requant tflite-triple
     assert_contains err "unknown requantization flavor 'tflite-triple'"
     # a bad scheme points at the character
-    assert_exit 1 "$QPROBE" run "$m/model.onnx" --input "$in" --mode fake --scheme w8q
-    assert_contains err "qprobe: error: scheme 'w8q'"
+    assert_exit 2 "$QPROBE" run "$m/model.onnx" --input "$in" --mode fake --scheme w8q
+    assert_contains err "qprobe run: --scheme: scheme 'w8q'"
     # the int mode runs 8-bit weights and activations only
     c=$NODE/test_conv_with_strides_padding
     assert_exit 1 "$QPROBE" run "$c/model.onnx" --input "$c/test_data_set_0/input_0.pb" \

@@ -29,7 +29,7 @@ static void run(const struct qp_graph *g, struct qp_tensor **in,
 {
     struct qp_error err;
     struct qp_tensor *out[64] = {0};
-    struct qp_exec_opts o = {NULL, NULL, NULL, h, NULL};
+    struct qp_exec_opts o = {.hooks = h};
     if (g->n_outputs <= 64 &&
         !qp_exec_run(g, (const struct qp_tensor *const *)in, g->n_inputs, &o, out,
                      NULL, &err))

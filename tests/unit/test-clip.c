@@ -109,11 +109,11 @@ QP_TEST(clip_mse_never_loses_to_minmax_and_wins_on_outliers)
                                   &w, &err), &err);
         static const char *const names[] = {"w8t", "w4c", "w4g32z", "w3g32", "w2c"};
         struct qp_wscheme ws[5] = {
-            {{8, false, false}, QP_GRAN_TENSOR, 0, QP_WALGO_RTN},
-            {{4, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN},
-            {{4, true, false}, QP_GRAN_GROUP, 32, QP_WALGO_RTN},
-            {{3, false, false}, QP_GRAN_GROUP, 32, QP_WALGO_RTN},
-            {{2, false, true}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN},
+            {.f = {8, false, false}, .gran = QP_GRAN_TENSOR},
+            {.f = {4, false, false}, .gran = QP_GRAN_CHANNEL},
+            {.f = {4, true, false}, .gran = QP_GRAN_GROUP, .group = 32},
+            {.f = {3, false, false}, .gran = QP_GRAN_GROUP, .group = 32},
+            {.f = {2, false, true}, .gran = QP_GRAN_CHANNEL},
         };
         for (int k = 0; k < 5; k++) {
             struct qp_wquant_opts o = {QP_ROUND_HALF_EVEN, QP_WLAYOUT_TORCH};
@@ -158,7 +158,8 @@ QP_TEST(clip_mse_on_strided_groups_matches_a_transposed_copy)
                               &err), &err);
     REQUIRE_OK(qp_tensor_wrap("t", QP_DTYPE_F32, 2, ts, t, sizeof t, NULL, &wt,
                               &err), &err);
-    struct qp_wscheme ws = {{3, true, false}, QP_GRAN_GROUP, 8, QP_WALGO_MSE};
+    struct qp_wscheme ws = {.f = {3, true, false}, .gran = QP_GRAN_GROUP,
+                            .group = 8, .algo = QP_WALGO_MSE};
     struct qp_wquant_opts ok = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_KERAS};
     struct qp_wquant_opts ot = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
     REQUIRE_OK(qp_rtn_quantize(wk, &ws, &ok, &qk, &err), &err);

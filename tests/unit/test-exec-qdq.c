@@ -75,7 +75,7 @@ static void run(struct qp_test_ctx *ctx, const struct qp_graph *g, int f,
     struct qp_error err;
     struct qp_qdq *q = NULL;
     struct qp_exec_hooks h;
-    struct qp_exec_opts o = {NULL, NULL, NULL, NULL, NULL};
+    struct qp_exec_opts o = {0};
     if (f >= 0) {
         REQUIRE_OK(qp_qdq_new(g, (enum qp_rq_flavor)f, &q, &err), &err);
         qp_qdq_hooks(q, &h);
@@ -155,4 +155,34 @@ QP_TEST(qdq_qlinear_nodes_take_the_flavor)
     run(ctx, gr, QP_RQ_ONNX_REF, a, NULL, ref, &fused);
     qp_tensor_free(a);
     qp_graph_free(gr);
+}
+
+/* Defect: a per-channel DequantizeLinear with more than 4096 scales was
+ * refused (a CTC head has 6625 channels, LLM heads 32k-256k). */
+QP_TEST(qdq_dequantize_has_no_channel_cap)
+{
+    enum { CH = 70000 };
+    struct qp_tensor *x = tt("x", QP_DTYPE_I8, 2, SHAPE(2, CH), NULL);
+    struct qp_tensor *s = tt("s", QP_DTYPE_F32, 1, SHAPE(CH), NULL);
+    struct qp_tensor *z = tt("z", QP_DTYPE_I8, 1, SHAPE(CH), NULL);
+    REQUIRE(x && s && z);
+    for (int i = 0; i < 2 * CH; i++)
+        ((int8_t *)x->data)[i] = (int8_t)(i % 251 - 125);
+    for (int c = 0; c < CH; c++) {
+        ((float *)s->data)[c] = 0.5f + (float)(c % 7);
+        ((int8_t *)z->data)[c] = (int8_t)(c % 5 - 2);
+    }
+    struct qp_tensor *ins[3] = {x, s, z};
+    RUN1("DequantizeLinear", 13, 3, ins, qp_node_set_int(n, "axis", 1, &err));
+    const float *y = o.out[0]->data;
+    int bad = 0;
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < CH; c++) {
+            int i = r * CH + c;
+            float want = (float)(((int8_t *)x->data)[i] - (c % 5 - 2)) *
+                         (0.5f + (float)(c % 7));
+            bad += y[i] != want;
+        }
+    CHECK_INT(bad, 0);
+    one_end(&o);
 }

@@ -94,7 +94,7 @@ static long node_lsb(struct qp_qplan *ip, int i, const struct store *s,
             worst = -1;
     }
     struct qp_scratch scratch = {0};
-    struct qp_op_ctx c = {g, i, n, in, n->n_in, &scratch, NULL};
+    struct qp_op_ctx c = {g, i, n, in, n->n_in, &scratch, NULL, NULL};
     if (worst >= 0 && qp_qplan_run_int(ip, &c, out, err))
         worst = -1;
     for (int k = 0; worst >= 0 && k < n->n_out; k++) {
@@ -140,8 +140,10 @@ static void check_flavor(struct qp_test_ctx *ctx, const struct qp_graph *g,
     struct qp_scheme sc;
     REQUIRE_OK(qp_scheme_parse(scheme, &sc, NULL, &err), &err);
     struct qp_qplan *fp = NULL, *ip = NULL;
-    struct qp_qplan_opts fo = {QP_MODE_FAKE, &sc, NULL, flavor};
-    struct qp_qplan_opts io = {QP_MODE_INT, &sc, NULL, flavor};
+    struct qp_qplan_opts fo = {.mode = QP_MODE_FAKE, .scheme = &sc,
+        .flavor = flavor};
+    struct qp_qplan_opts io = {.mode = QP_MODE_INT, .scheme = &sc,
+        .flavor = flavor};
     const struct qp_tensor *feed[1] = {x};
     REQUIRE_OK(qp_qplan_new(g, &fo, &fp, &err), &err);
     REQUIRE_OK(qp_qplan_new(g, &io, &ip, &err), &err);
@@ -152,7 +154,8 @@ static void check_flavor(struct qp_test_ctx *ctx, const struct qp_graph *g,
     struct store s = {calloc((size_t)g->n_values, sizeof *s.t)};
     struct qp_exec_hooks h;
     qp_qplan_hooks(fp, &h);
-    struct qp_exec_opts eo = {"*", keep, &s, &h, NULL};
+    struct qp_exec_opts eo = {.capture = "*", .on_capture = keep,
+        .capture_ctx = &s, .hooks = &h};
     struct qp_tensor *outs[4] = {0};
     CHECK_OK(qp_exec_run(g, feed, 1, &eo, outs, NULL, &err), &err);
     for (int k = 0; k < g->n_outputs; k++)
@@ -203,7 +206,8 @@ QP_TEST(qmode_int_layers_match_fake_layers_on_the_recognizer)
     struct qp_scheme sc;
     struct qp_qplan *ip = NULL;
     REQUIRE_OK(qp_scheme_parse("w4g32+a8t", &sc, NULL, &err), &err);
-    struct qp_qplan_opts io = {QP_MODE_INT, &sc, NULL, QP_RQ_TFLITE_DOUBLE};
+    struct qp_qplan_opts io = {.mode = QP_MODE_INT, .scheme = &sc,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     const struct qp_tensor *feed[1] = {x};
     REQUIRE_OK(qp_qplan_new(g, &io, &ip, &err), &err);
     CHECK_OK(qp_qplan_calibrate(ip, feed, &err), &err);
@@ -257,7 +261,8 @@ QP_TEST(qmode_recipe_rules_pick_layers_by_weight_name)
                                "\"layers\": {\"w1\": \"fp32\"}}", "r", &r, &err),
                &err);
     struct qp_qplan *p;
-    struct qp_qplan_opts o = {QP_MODE_FAKE, NULL, r, QP_RQ_TFLITE_DOUBLE};
+    struct qp_qplan_opts o = {.mode = QP_MODE_FAKE, .recipe = r,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     REQUIRE_OK(qp_qplan_new(g, &o, &p, &err), &err);
     int i1 = strcmp(g->nodes[0].name, "conv1") ? 1 : 0, i2 = 1 - i1;
     CHECK(!p->n[i1].wq);
@@ -360,7 +365,8 @@ QP_TEST(qmode_recipe_rules_pick_the_layer_output_activation)
                                "\"layers\": {\"w1\": \"w8c+a16t\", \"w2\": \"fp32\"}}",
                                "r", &r, &err), &err);
     struct qp_qplan *p;
-    struct qp_qplan_opts o = {QP_MODE_FAKE, NULL, r, QP_RQ_TFLITE_DOUBLE};
+    struct qp_qplan_opts o = {.mode = QP_MODE_FAKE, .recipe = r,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     REQUIRE_OK(qp_qplan_new(g, &o, &p, &err), &err);
     struct qp_tensor *x = konst_f32("x", 4, xs, 1.0f, 7);
     const struct qp_tensor *feed[1] = {x};
@@ -412,7 +418,8 @@ QP_TEST(qmode_weight_channels_follow_each_operators_layout)
     REQUIRE_OK(qp_graph_finalize(g, &err), &err);
     struct qp_scheme s;
     REQUIRE_OK(qp_scheme_parse("w8c", &s, NULL, &err), &err);
-    struct qp_qplan_opts o = {QP_MODE_FAKE, &s, NULL, QP_RQ_TFLITE_DOUBLE};
+    struct qp_qplan_opts o = {.mode = QP_MODE_FAKE, .scheme = &s,
+        .flavor = QP_RQ_TFLITE_DOUBLE};
     struct qp_qplan *p;
     REQUIRE_OK(qp_qplan_new(g, &o, &p, &err), &err);
     const struct qp_tensor *q[3] = {p->n[conv].w_q, p->n[convt].w_q, p->n[mm].w_q};

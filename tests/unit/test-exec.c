@@ -134,7 +134,8 @@ QP_TEST(exec_captures_values_matching_the_glob)
     const struct qp_tensor *feed[1] = {x};
     struct qp_tensor *out[1];
     struct captured cap = {0};
-    struct qp_exec_opts o = {"[abx]", on_capture, &cap, NULL, NULL};
+    struct qp_exec_opts o = {.capture = "[abx]", .on_capture = on_capture,
+        .capture_ctx = &cap};
     REQUIRE_OK(qp_exec_run(g, feed, 1, &o, out, NULL, &err), &err);
     CHECK_INT(cap.n, 3); /* the input, a and b in run order; not c, y */
     CHECK_STR(cap.names[0], "x");
@@ -263,8 +264,8 @@ QP_TEST(exec_hooks_replace_and_rewrite_nodes)
     const struct qp_tensor *feed[1] = {x};
     struct qp_tensor *out[1];
     int calls = 0;
-    struct qp_exec_hooks h = {hook_run, hook_after, NULL, &calls};
-    struct qp_exec_opts o = {NULL, NULL, NULL, &h, NULL};
+    struct qp_exec_hooks h = {hook_run, hook_after, NULL, NULL, &calls};
+    struct qp_exec_opts o = {.hooks = &h};
     REQUIRE_OK(qp_exec_run(g, feed, 1, &o, out, NULL, &err), &err);
     /* x=3: a = 2*relu(3) = 6, b = 6-1 = 5, c = |5| = 5, y = 4
      * x=-3: a = 0, b = -1, c = 1, y = 0 */

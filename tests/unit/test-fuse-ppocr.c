@@ -59,7 +59,8 @@ static int compare(struct qp_test_ctx *ctx, const char *path,
     const struct qp_tensor *feed[1] = {x};
     for (int r = 0; r < 2; r++) {
         struct qp_exec_tune t = {r == 0, NULL, pass};
-        struct qp_exec_opts o = {glob, keep, &caps[r], NULL, NULL};
+        struct qp_exec_opts o = {.capture = glob, .on_capture = keep,
+            .capture_ctx = &caps[r]};
         caps[r].n = 0;
         if (qp_exec_run_tuned(g, feed, 1, &o, &t, out[r], NULL, &err)) {
             qp_test_failf(ctx, __FILE__, __LINE__, "%s: %s", path, err.msg);

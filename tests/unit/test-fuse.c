@@ -77,7 +77,8 @@ static bool run(struct qp_test_ctx *ctx, const struct qp_graph *g,
     for (int i = 0; i < 64; i++)
         r->pass[i] = -1;
     struct qp_exec_tune t = {!fused, NULL, r->pass};
-    struct qp_exec_opts o = {capture, keep, r, NULL, NULL};
+    struct qp_exec_opts o = {.capture = capture, .on_capture = keep,
+        .capture_ctx = r};
     if (qp_exec_run_tuned(g, feed, n_feed, &o, &t, r->out, NULL, &err)) {
         qp_test_failf(ctx, __FILE__, __LINE__, "run: %s", err.msg);
         return false;

@@ -129,7 +129,7 @@ QP_TEST(diff_permutes_declared_layouts_and_dequantizes)
     struct qp_layout_decl l;
     struct qp_error err;
     REQUIRE_OK(qp_layout_decl_parse("NCHW:NHWC", &l, &err), &err);
-    struct qp_diff_opts o = {&l, 1, NULL, 0, NULL};
+    struct qp_diff_opts o = {&l, 1, NULL, 0, NULL, false};
     struct qp_diff d;
     REQUIRE_OK(diff_paths(rp, tp, &o, &d, &err), &err);
     REQUIRE(d.nrows == 1);
@@ -151,7 +151,7 @@ QP_TEST(diff_refuses_unreconciled_shapes)
     char *rp, *tp;
     layout_dumps(ctx, &rp, &tp);
     struct qp_error err;
-    struct qp_diff_opts o = {NULL, 0, NULL, 0, NULL};
+    struct qp_diff_opts o = {NULL, 0, NULL, 0, NULL, false};
     struct qp_diff d;
     REQUIRE_OK(diff_paths(rp, tp, &o, &d, &err), &err);
     CHECK_INT(d.nrows, 0);
@@ -165,7 +165,7 @@ QP_TEST(diff_refuses_unreconciled_shapes)
     struct qp_layout_decl l[2];
     REQUIRE_OK(qp_layout_decl_parse("NCW:NWC", &l[0], &err), &err);
     REQUIRE_OK(qp_layout_decl_parse("NCHW:NCWH", &l[1], &err), &err);
-    o = (struct qp_diff_opts){l, 2, NULL, 0, NULL};
+    o = (struct qp_diff_opts){l, 2, NULL, 0, NULL, false};
     REQUIRE_OK(diff_paths(rp, tp, &o, &d, &err), &err);
     REQUIRE(d.nrefused == 1);
     CHECK_STR(d.refused[0].reason,
@@ -189,7 +189,7 @@ QP_TEST(diff_honours_layout_tags_of_listed_tensors)
     REQUIRE_OK(qp_tensor_set_layout(t->entries[0], "nhwc", &err), &err);
     struct qp_layout_decl l;
     REQUIRE_OK(qp_layout_decl_parse("NCHW:", &l, &err), &err);
-    struct qp_diff_opts o = {&l, 1, NULL, 0, NULL};
+    struct qp_diff_opts o = {&l, 1, NULL, 0, NULL, false};
     const char *names[1] = {"act"};
     struct qp_align a;
     REQUIRE_OK(qp_align_names(names, 1, names, 1, NULL, &a, &err), &err);
@@ -220,7 +220,7 @@ QP_TEST(diff_packed_test_cannot_be_permuted)
     d1.count = 1;
     struct qp_layout_decl l;
     REQUIRE_OK(qp_layout_decl_parse("OI:IO", &l, &err), &err);
-    struct qp_diff_opts o = {&l, 1, NULL, 0, NULL};
+    struct qp_diff_opts o = {&l, 1, NULL, 0, NULL, false};
     struct qp_align_pair p = {0, 0, QP_ALIGN_EXACT, -1};
     struct qp_align a = {.pairs = &p, .npairs = 1};
     struct qp_diff d;
@@ -306,7 +306,7 @@ QP_TEST(diff_marks_logits_by_glob)
     struct qp_tensor *ta[2] = {f32("model/logits", 2, shape, t), f32("h", 2, shape, t)};
     char *rp = write_dump(ctx, "ref", ra, 2), *tp = write_dump(ctx, "test", ta, 2);
     const char *globs[1] = {"*logits"};
-    struct qp_diff_opts o = {NULL, 0, globs, 1, NULL};
+    struct qp_diff_opts o = {NULL, 0, globs, 1, NULL, false};
     struct qp_diff d;
     struct qp_error err;
     REQUIRE_OK(diff_paths(rp, tp, &o, &d, &err), &err);
@@ -451,7 +451,7 @@ QP_TEST(diff_streams_one_pair_at_a_time)
     char *paths[2] = {write_dump(ctx, "ref", r, N), write_dump(ctx, "test", t, N)};
     REQUIRE(reset_peak_rss());
     long base = status_kib("VmRSS:");
-    struct qp_diff_opts o = {NULL, 0, NULL, 0, NULL};
+    struct qp_diff_opts o = {NULL, 0, NULL, 0, NULL, false};
     struct qp_diff d;
     struct qp_error err;
     CHECK_OK(diff_paths(paths[0], paths[1], &o, &d, &err), &err);

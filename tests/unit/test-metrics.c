@@ -92,11 +92,34 @@ QP_TEST(metrics_nonfinite_counted_and_left_out)
     CHECK_INT(m.ref_nonfinite, 2);/* ref NaN, Inf */
     CHECK_NEAR(m.sum_ref2, 5, 0);
     CHECK_NEAR(m.sum_err2, 4, 0);
-    CHECK_NEAR(qp_metrics_mae(&m), 1, 0);
+    CHECK_NEAR(m.sum_abs_err, 2, 0);
     CHECK_NEAR(m.max_abs_err, 2, 0);
     /* ref_absmax is over every finite reference value: 3 at index 2 */
     CHECK_NEAR(m.ref_absmax, 3, 0);
-    CHECK_NEAR(qp_metrics_sqnr_db(&m), 0.96910013008056417, 1e-12); /* 10 lg 5/4 */
+    /* NaN is never a pass: the error figures of such a pair are NaN (-inf
+     * SQNR), though the finite pairs alone would give 10 lg 5/4 dB */
+    CHECK(isinf(qp_metrics_sqnr_db(&m)) && qp_metrics_sqnr_db(&m) < 0);
+    CHECK(isnan(qp_metrics_cosine(&m)));
+    CHECK(isnan(qp_metrics_mae(&m)));
+    CHECK(isnan(qp_metrics_max_abs(&m)));
+    CHECK(isnan(qp_metrics_rel_l2(&m)));
+}
+
+QP_TEST(metrics_all_nan_test_never_passes)
+{
+    /* defect: an all-NaN test tensor scored sqnr inf, cosine 1 */
+    const float r[4] = {1, 2, 3, 4};
+    const float t[4] = {NAN, NAN, NAN, NAN};
+    struct qp_metrics m = run(r, t, 4);
+    CHECK_INT(m.nonfinite, 4);
+    CHECK_INT(m.numel, 0);
+    CHECK(qp_metrics_sqnr_db(&m) == -INFINITY);
+    CHECK(isnan(qp_metrics_cosine(&m)));
+    CHECK(isnan(qp_metrics_mae(&m)));
+    /* a reference with Inf fails the same way */
+    const float r2[2] = {INFINITY, 1}, t2[2] = {INFINITY, 1};
+    m = run(r2, t2, 2);
+    CHECK(qp_metrics_sqnr_db(&m) == -INFINITY);
 }
 
 QP_TEST(metrics_merge_adds_sums_and_keeps_maxima)

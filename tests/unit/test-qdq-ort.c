@@ -17,7 +17,9 @@
 #include <string.h>
 
 #include "formats/npy.h"
+#include "analysis/detect.h"
 #include "model/qdq.h"
+#include "model/session.h"
 #include "tests/unit/kern-test.h"
 #include "tests/unit/test-qdq-model.h"
 
@@ -201,7 +203,7 @@ static bool run_qprobe(struct qp_test_ctx *ctx, const struct qp_graph *g, int f,
     struct qp_error err;
     struct qp_qdq *q = NULL;
     struct qp_exec_hooks h;
-    struct qp_exec_opts o = {NULL, NULL, NULL, NULL, NULL};
+    struct qp_exec_opts o = {0};
     if (f >= 0) {
         if (qp_qdq_new(g, (enum qp_rq_flavor)f, &q, &err))
             return false;
@@ -260,6 +262,30 @@ static bool same(const struct qp_tensor *a, const struct qp_tensor *b)
         if (a->shape[d] != b->shape[d])
             return false;
     return !memcmp(a->data, b->data, a->nbytes);
+}
+
+/* qprobe detect on ONNX Runtime's outputs as the "device": the ort flavor
+ * reproduces every one of them, and no other flavor does. */
+static void check_detect(struct qp_test_ctx *ctx, const char *model,
+                         const struct qp_tensor *x, const char *ort_dir)
+{
+    struct qp_error err;
+    struct qp_session *s;
+    struct qp_detect d;
+    REQUIRE_OK(qp_session_open(model, NULL, &s, &err), &err);
+    const struct qp_tensor *feed[1] = {x};
+    struct qp_detect_opts o = {0};
+    REQUIRE_OK(qp_detect_run(s, feed, ort_dir, &o, &d, &err), &err);
+    const struct qp_detect_cand *best = &d.cand[d.order[0]];
+    CHECK_STR(qp_rq_flavor_name(best->flavor), "ort");
+    CHECK_INT(best->compared, N_OUT);
+    CHECK_INT(best->exact, N_OUT);
+    CHECK(d.cand[d.order[1]].exact < N_OUT);
+    printf("detect on ONNX Runtime's outputs: %s exact on %zu of %zu; next %s on "
+           "%zu\n", qp_rq_flavor_name(best->flavor), best->exact, best->compared,
+           qp_rq_flavor_name(d.cand[d.order[1]].flavor), d.cand[d.order[1]].exact);
+    qp_detect_release(&d);
+    qp_session_free(s);
 }
 
 static void check_zoo(struct qp_test_ctx *ctx, int type)
@@ -322,6 +348,8 @@ static void check_zoo(struct qp_test_ctx *ctx, int type)
         printf("qdq %s: %d outputs bit for bit ONNX Runtime's (%d fused nodes); "
                "the unfused fp32 run differs on %d\n", tag, N_OUT - bad, fused,
                differ);
+        if (type == T_U8)
+            check_detect(ctx, model, x, dir);
     }
     for (int k = 0; k < N_OUT; k++) {
         qp_tensor_free(ort[k]);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/json.h"
 #include "quant/recipe.h"
 #include "tests/test.h"
 
@@ -110,7 +111,22 @@ QP_TEST(recipe_refuses_malformed_recipes)
                                    "version 1");
     BAD("{\"qprobe_recipe\": 1, \"defualt\": \"w8c\"}",
         "unknown key \"defualt\" (expected qprobe_recipe, default, requant, "
-        "layers)");
+        "layers, derived, or a '_' comment)");
+    BAD("{\"qprobe_recipe\": 1, \"derived\": 3}",
+        "\"derived\" must be an object, got number");
+    BAD("{\"qprobe_recipe\": 1, \"default\": \"a8t\"}",
+        "\"default\" must be a scheme (weights, optionally +activations) or "
+        "\"fp32\"");
+    BAD("{\"qprobe_recipe\": 1, \"default\": \"fp32+a8t\"}",
+        "\"default\" must be a scheme");
+    BAD("{\"qprobe_recipe\": 1, \"layers\": {\"x\": \"fp32+fp32\"}}",
+        "layers \"x\": write \"fp32\" for a layer kept float");
+    BAD("{\"qprobe_recipe\": 1, \"layers\": {\"x\": \"fp32+\"}}",
+        "layers \"x\": scheme '': empty activation scheme");
+    BAD("{\"qprobe_recipe\": 1, \"layers\": {\"x\": \"a9t\"}}",
+        "layers \"x\": scheme 'a9t': bits must be 2..8 or 16, got 9");
+    BAD("{\"qprobe_recipe\": 1, \"layers\": {\"x\": \"w8c+fp33\"}}",
+        "layers \"x\": scheme 'w8c+fp33': expected 'a'");
     BAD("{\"qprobe_recipe\": 1, \"default\": \"w8c\", \"default\": \"w4c\"}",
         "key \"default\" appears twice");
     BAD("{\"qprobe_recipe\": 1, \"default\": 8}",
@@ -155,4 +171,67 @@ QP_TEST(recipe_load_names_the_file)
     CHECK_FAILS(qp_recipe_load(p, &r, &err), QP_E_FORMAT, &err,
                 "r.json': layers \"x\": scheme 'w3q': expected granularity");
     free(p);
+}
+
+/* Each part of a layer is decided by the first rule that says something
+ * about it: activation-only rules do not shadow weight rules. */
+QP_TEST(recipe_parts_are_decided_separately)
+{
+    static const char text[] =
+        "{\"qprobe_recipe\": 1, \"default\": \"w4g32+a8t\",\n"
+        " \"layers\": {\"soft*\": \"a16t\", \"fc1\": \"w8c+fp32\",\n"
+        "  \"fc2\": \"fp32+a8tz:kl\", \"fc*\": \"w6c\", \"head\": \"fp32\"}}";
+    struct qp_recipe *r;
+    struct qp_error err;
+    REQUIRE_OK(qp_recipe_parse(text, "'r'", &r, &err), &err);
+    struct qp_wscheme ws;
+    struct qp_ascheme as;
+    int rule;
+    const char *fc1[] = {"fc1.weight"}, *fc2[] = {"fc2.weight"},
+               *fc3[] = {"fc3.weight"}, *head[] = {"head.weight"},
+               *soft[] = {"softmax_out"}, *other[] = {"conv.w"};
+    /* weights */
+    CHECK(qp_recipe_weights(r, fc1, 1, &ws, &rule) && ws.f.bits == 8 &&
+          ws.gran == QP_GRAN_CHANNEL && rule == 1);
+    CHECK(!qp_recipe_weights(r, fc2, 1, &ws, &rule) && rule == 2);
+    CHECK(qp_recipe_weights(r, fc3, 1, &ws, &rule) && ws.f.bits == 6 && rule == 3);
+    CHECK(!qp_recipe_weights(r, head, 1, &ws, &rule) && rule == 4);
+    CHECK(qp_recipe_weights(r, other, 1, &ws, &rule) && ws.f.bits == 4 &&
+          ws.gran == QP_GRAN_GROUP && ws.group == 32 && rule == -1);
+    /* outputs: "soft*" says a16t; fc1 keeps its output float; fc2 gets a8tz:kl;
+     * fc3's rule says nothing about outputs, so the default's a8t */
+    CHECK(qp_recipe_output(r, soft, 1, &as, &rule) && as.f.bits == 16 && rule == 0);
+    CHECK(!qp_recipe_output(r, fc1, 1, &as, &rule) && rule == 1);
+    CHECK(qp_recipe_output(r, fc2, 1, &as, &rule) && as.f.asym &&
+          as.range == QP_ARANGE_KL && rule == 2);
+    CHECK(qp_recipe_output(r, fc3, 1, &as, &rule) && as.f.bits == 8 && rule == -1);
+    CHECK(!qp_recipe_output(r, head, 1, &as, &rule) && rule == 4);
+    /* the rule values print back as written, and the whole recipe
+     * round-trips through JSON */
+    static const char *const want[] = {"a16t", "w8c+fp32", "fp32+a8tz:kl", "w6c",
+                                       "fp32"};
+    char buf[80];
+    for (size_t i = 0; i < r->nrules; i++) {
+        qp_recipe_rule_format(&r->rules[i], buf, sizeof buf);
+        CHECK_STR(buf, want[i]);
+    }
+    struct qp_json *doc;
+    REQUIRE_OK(qp_recipe_to_json(r, &doc, &err), &err);
+    char *txt = qp_json_print(doc, false);
+    struct qp_recipe *r2;
+    REQUIRE_OK(qp_recipe_parse(txt, "'r2'", &r2, &err), &err);
+    REQUIRE(r2->nrules == r->nrules);
+    for (size_t i = 0; i < r->nrules; i++) {
+        char b2[80];
+        qp_recipe_rule_format(&r->rules[i], buf, sizeof buf);
+        qp_recipe_rule_format(&r2->rules[i], b2, sizeof b2);
+        CHECK_STR(b2, buf);
+        CHECK_STR(r2->rules[i].glob, r->rules[i].glob);
+    }
+    qp_recipe_rule_format(&r2->def, buf, sizeof buf);
+    CHECK_STR(buf, "w4g32+a8t");
+    free(txt);
+    qp_json_free(doc);
+    qp_recipe_free(r2);
+    qp_recipe_free(r);
 }

@@ -165,9 +165,9 @@ QP_TEST(rtn_every_granularity_symmetry_and_bits)
             for (int sym = 0; sym < 3; sym++)
                 for (size_t gi = 0; gi < sizeof grans / sizeof grans[0]; gi++)
                     for (int r = 0; r < QP_ROUND_COUNT && fails < 5; r++) {
-                        struct qp_wscheme ws = {{bits[b], sym == 1, sym == 2},
-                                                grans[gi].g, grans[gi].group,
-                                                QP_WALGO_RTN};
+                        struct qp_wscheme ws = {
+                            .f = {bits[b], sym == 1, sym == 2},
+                            .gran = grans[gi].g, .group = grans[gi].group};
                         struct qp_wquant_opts o = {(enum qp_round)r,
                                                    shapes[si].l};
                         struct qp_tensor *t;
@@ -208,7 +208,7 @@ QP_TEST(rtn_hand_computed_per_channel_int8)
     struct qp_error err;
     REQUIRE_OK(qp_tensor_wrap("fc.weight", QP_DTYPE_F32, 2, shape, x, sizeof x,
                               NULL, &w, &err), &err);
-    struct qp_wscheme ws = {{8, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN};
+    struct qp_wscheme ws = {.f = {8, false, false}, .gran = QP_GRAN_CHANNEL};
     struct qp_wquant_opts away = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
     struct qp_wquant_opts even = {QP_ROUND_HALF_EVEN, QP_WLAYOUT_TORCH};
     REQUIRE_OK(qp_rtn_quantize(w, &ws, &away, &t, &err), &err);
@@ -238,7 +238,7 @@ QP_TEST(rtn_asymmetric_u4_packed_bytes)
     struct qp_error err;
     REQUIRE_OK(qp_tensor_wrap("w", QP_DTYPE_F32, 2, shape, x, sizeof x, NULL, &w,
                               &err), &err);
-    struct qp_wscheme ws = {{4, true, false}, QP_GRAN_TENSOR, 0, QP_WALGO_RTN};
+    struct qp_wscheme ws = {.f = {4, true, false}, .gran = QP_GRAN_TENSOR};
     struct qp_wquant_opts o = {QP_ROUND_HALF_EVEN, QP_WLAYOUT_TORCH};
     REQUIRE_OK(qp_rtn_quantize(w, &ws, &o, &t, &err), &err);
     CHECK_INT(t->dtype, QP_DTYPE_U4);
@@ -265,7 +265,8 @@ QP_TEST(rtn_partial_last_group_has_its_own_range)
     struct qp_error err;
     REQUIRE_OK(qp_tensor_wrap("w", QP_DTYPE_F32, 2, shape, x, sizeof x, NULL, &w,
                               &err), &err);
-    struct qp_wscheme ws = {{4, false, false}, QP_GRAN_GROUP, 2, QP_WALGO_RTN};
+    struct qp_wscheme ws = {.f = {4, false, false}, .gran = QP_GRAN_GROUP,
+                            .group = 2};
     struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
     REQUIRE_OK(qp_rtn_quantize(w, &ws, &o, &t, &err), &err);
     CHECK_INT(t->qp->axis, 1);
@@ -298,8 +299,9 @@ QP_TEST(rtn_degenerate_tensors)
             float *x = k ? consts : zeros;
             REQUIRE_OK(qp_tensor_wrap("w", QP_DTYPE_F32, 2, shape, x, sizeof zeros,
                                       NULL, &w, &err), &err);
-            struct qp_wscheme ws = {{4, asym, false}, QP_GRAN_CHANNEL, 0,
-                                    QP_WALGO_MSE};
+            struct qp_wscheme ws = {.f = {4, asym, false},
+                                    .gran = QP_GRAN_CHANNEL,
+                                    .algo = QP_WALGO_MSE};
             struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
             REQUIRE_OK(qp_rtn_quantize(w, &ws, &o, &t, &err), &err);
             float d[6];
@@ -315,7 +317,7 @@ QP_TEST(rtn_degenerate_tensors)
     int64_t empty[2] = {0, 4};
     struct qp_tensor *w, *t;
     REQUIRE_OK(qp_tensor_new("e", QP_DTYPE_F32, 2, empty, &w, &err), &err);
-    struct qp_wscheme ws = {{8, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN};
+    struct qp_wscheme ws = {.f = {8, false, false}, .gran = QP_GRAN_CHANNEL};
     struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
     REQUIRE_OK(qp_rtn_quantize(w, &ws, &o, &t, &err), &err);
     CHECK_INT(qp_tensor_numel(t), 0);
@@ -335,7 +337,8 @@ QP_TEST(rtn_f16_input_matches_its_f32_values)
         ((uint16_t *)h->data)[i] = qp_f32_to_f16(rnd() * 3);
         ((float *)f->data)[i] = qp_f16_to_f32(((uint16_t *)h->data)[i]);
     }
-    struct qp_wscheme ws = {{4, true, false}, QP_GRAN_GROUP, 4, QP_WALGO_RTN};
+    struct qp_wscheme ws = {.f = {4, true, false}, .gran = QP_GRAN_GROUP,
+                            .group = 4};
     struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
     REQUIRE_OK(qp_rtn_quantize(h, &ws, &o, &th, &err), &err);
     REQUIRE_OK(qp_rtn_quantize(f, &ws, &o, &tf, &err), &err);
@@ -356,7 +359,7 @@ QP_TEST(rtn_refusals_name_the_tensor)
     struct qp_error err;
     REQUIRE_OK(qp_tensor_wrap("conv.w", QP_DTYPE_F32, 2, shape, x, sizeof x, NULL,
                               &w, &err), &err);
-    struct qp_wscheme ws = {{8, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN};
+    struct qp_wscheme ws = {.f = {8, false, false}, .gran = QP_GRAN_CHANNEL};
     struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
     CHECK_FAILS(qp_rtn_quantize(w, &ws, &o, &t, &err), QP_E_INVAL, &err,
                 "tensor 'conv.w': element 2 is nan, only finite values");
@@ -491,15 +494,20 @@ QP_TEST(rtn_result_round_trips_through_every_container)
         struct qp_wscheme ws;
         bool npy; /* byte-sized storage and a scale shape that says it all */
     } cases[] = {
-        {"i8c", {{8, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN}, true},
-        {"u8g4", {{8, true, false}, QP_GRAN_GROUP, 4, QP_WALGO_RTN}, true},
-        {"i6g2", {{6, false, false}, QP_GRAN_GROUP, 2, QP_WALGO_MSE}, true},
-        {"u16t", {{16, true, false}, QP_GRAN_TENSOR, 0, QP_WALGO_RTN}, true},
-        {"i4g3", {{4, false, false}, QP_GRAN_GROUP, 3, QP_WALGO_RTN}, false},
+        {"i8c", {.f = {8, false, false}, .gran = QP_GRAN_CHANNEL}, true},
+        {"u8g4", {.f = {8, true, false}, .gran = QP_GRAN_GROUP, .group = 4},
+         true},
+        {"i6g2", {.f = {6, false, false}, .gran = QP_GRAN_GROUP, .group = 2,
+                  .algo = QP_WALGO_MSE}, true},
+        {"u16t", {.f = {16, true, false}, .gran = QP_GRAN_TENSOR}, true},
+        {"i4g3", {.f = {4, false, false}, .gran = QP_GRAN_GROUP, .group = 3},
+         false},
         /* 8 = 5 + 3: two groups, which a scale shape alone reads as 4 + 4 */
-        {"u4g5", {{4, true, false}, QP_GRAN_GROUP, 5, QP_WALGO_MSE}, false},
-        {"u3g5", {{3, true, false}, QP_GRAN_GROUP, 5, QP_WALGO_RTN}, false},
-        {"i2cn", {{2, false, true}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN}, false},
+        {"u4g5", {.f = {4, true, false}, .gran = QP_GRAN_GROUP, .group = 5,
+                  .algo = QP_WALGO_MSE}, false},
+        {"u3g5", {.f = {3, true, false}, .gran = QP_GRAN_GROUP, .group = 5},
+         false},
+        {"i2cn", {.f = {2, false, true}, .gran = QP_GRAN_CHANNEL}, false},
     };
     static const char *const exts[] = {"", ".safetensors", ".npz", ".h5"};
     struct qp_wquant_opts o = {QP_ROUND_HALF_EVEN, QP_WLAYOUT_TORCH};
@@ -533,14 +541,16 @@ QP_TEST(rtn_default_selection_and_device_bytes)
     CHECK(qp_rtn_default_selected(c));
     CHECK(!qp_rtn_default_selected(i));
     /* w4g32z on [4, 64]: 128 bytes of nibbles, 8 scales (32 bytes), 8
-     * 4-bit zero points (4 bytes) */
-    struct qp_wscheme ws = {{4, true, false}, QP_GRAN_GROUP, 32, QP_WALGO_RTN};
+     * zero points stored as uint8 (8 bytes: every writer stores zero
+     * points in the narrowest integer type holding them) */
+    struct qp_wscheme ws = {.f = {4, true, false}, .gran = QP_GRAN_GROUP,
+                            .group = 32};
     struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
     REQUIRE_OK(qp_rtn_quantize(w, &ws, &o, &t, &err), &err);
-    CHECK_INT(qp_rtn_bytes(t), 128 + 32 + 4);
+    CHECK_INT(qp_rtn_bytes(t), 128 + 32 + 8);
     qp_tensor_free(t);
     /* w3c on [8,3,3,3]: 216 elements * 3 bits = 81 bytes, 8 scales */
-    ws = (struct qp_wscheme){{3, false, false}, QP_GRAN_CHANNEL, 0, QP_WALGO_RTN};
+    ws = (struct qp_wscheme){.f = {3, false, false}, .gran = QP_GRAN_CHANNEL};
     REQUIRE_OK(qp_rtn_quantize(c, &ws, &o, &t, &err), &err);
     CHECK_INT(qp_rtn_bytes(t), 81 + 32);
     qp_tensor_free(t);

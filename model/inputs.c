@@ -1,10 +1,13 @@
-/* cli/run-input.c: loading and batching `qprobe run` inputs
- * (cli/run-input.h). */
-#include "cli/run-input.h"
+/* model/inputs.c: loading and batching a graph's inputs (model/inputs.h). */
+#include "model/inputs.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "core/fileio.h"
 #include "core/size.h"
 #include "formats/dump.h"
 
@@ -100,6 +103,18 @@ static enum qp_status load_spec(const struct qp_graph *g, const char *spec,
             file = eq + 1;
         }
     }
+    struct stat sb;
+    if (eq && only < 0 && stat(spec, &sb) != 0) {
+        /* NAME=FILE whose NAME is no input (and no file of that name) */
+        char names[512] = "";
+        size_t len = 0;
+        for (int i = 0; i < g->n_inputs && len < sizeof names; i++)
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s'%s'",
+                                    i ? ", " : "", g->values[g->inputs[i]].name);
+        return qp_fail(err, QP_E_NOTFOUND, "--input '%s': the model has no "
+                       "input named '%.*s' (its inputs: %s)", spec,
+                       (int)(eq - spec), spec, names);
+    }
     struct qp_dump *d;
     enum qp_status st = qp_dump_open(file, QP_DUMP_AUTO, &d, err);
     if (st)
@@ -161,10 +176,9 @@ static enum qp_status stack(const struct pile *p, const char *name,
     return QP_OK;
 }
 
-enum qp_status qp_run_inputs_load(const struct qp_graph *g,
-                                  const char *const *specs, int n,
-                                  struct qp_tensor ***feed,
-                                  struct qp_error *err)
+enum qp_status qp_inputs_load(const struct qp_graph *g,
+                              const char *const *specs, int n,
+                              struct qp_tensor ***feed, struct qp_error *err)
 {
     size_t ni = (size_t)(g->n_inputs ? g->n_inputs : 1);
     struct pile *piles = calloc(ni, sizeof *piles);
@@ -189,15 +203,101 @@ enum qp_status qp_run_inputs_load(const struct qp_graph *g,
     }
     free(piles);
     if (st) {
-        qp_run_inputs_free(g, *feed);
+        qp_inputs_free(g, *feed);
         *feed = NULL;
     }
     return st;
 }
 
-void qp_run_inputs_free(const struct qp_graph *g, struct qp_tensor **feed)
+void qp_inputs_free(const struct qp_graph *g, struct qp_tensor **feed)
 {
     for (int i = 0; feed && i < g->n_inputs; i++)
         qp_tensor_free(feed[i]);
     free(feed);
+}
+
+void qp_inputs_files_free(char **files, size_t n)
+{
+    for (size_t i = 0; files && i < n; i++)
+        free(files[i]);
+    free(files);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+enum qp_status qp_inputs_files(const char *path, char ***files, size_t *n,
+                               struct qp_error *err)
+{
+    *files = NULL;
+    *n = 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return qp_fail(err, errno == ENOENT ? QP_E_NOTFOUND : QP_E_IO,
+                       "'%s': %s", path, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) {
+        *files = calloc(1, sizeof **files);
+        if (!*files || !((*files)[0] = strdup(path))) {
+            free(*files);
+            *files = NULL;
+            return qp_fail(err, QP_E_NOMEM, "out of memory");
+        }
+        *n = 1;
+        return QP_OK;
+    }
+    char **npy = NULL, **pb = NULL;
+    size_t nn = 0, np = 0;
+    enum qp_status st = qp_dump_scan_dir(path, ".npy", &npy, &nn, err);
+    if (!st)
+        st = qp_dump_scan_dir(path, ".pb", &pb, &np, err);
+    char **all = st ? NULL : calloc(nn + np + 1, sizeof *all);
+    if (!st && !all)
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; !st && i < nn + np; i++)
+        if (!(all[k++] = qp_path_join(path, i < nn ? npy[i] : pb[i - nn])))
+            st = qp_fail(err, QP_E_NOMEM, "out of memory");
+    qp_inputs_files_free(npy, nn);
+    qp_inputs_files_free(pb, np);
+    if (!st && !k)
+        st = qp_fail(err, QP_E_NOTFOUND, "'%s': no .npy or .pb input files",
+                     path);
+    if (st) {
+        qp_inputs_files_free(all, k);
+        return st;
+    }
+    qsort(all, k, sizeof *all, cmp_names);
+    *files = all;
+    *n = k;
+    return QP_OK;
+}
+
+enum qp_status qp_input_sets_load(const struct qp_graph *g, const char *path,
+                                  struct qp_input_sets *out, struct qp_error *err)
+{
+    *out = (struct qp_input_sets){0};
+    char **files;
+    size_t n;
+    enum qp_status st = qp_inputs_files(path, &files, &n, err);
+    if (st)
+        return st;
+    if (!(out->set = calloc(n + 1, sizeof *out->set)))
+        st = qp_fail(err, QP_E_NOMEM, "out of memory");
+    for (size_t i = 0; !st && i < n; i++) {
+        const char *spec[1] = {files[i]};
+        if (!(st = qp_inputs_load(g, spec, 1, &out->set[i], err)))
+            out->n++;
+    }
+    qp_inputs_files_free(files, n);
+    return st;
+}
+
+void qp_input_sets_release(const struct qp_graph *g, struct qp_input_sets *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        qp_inputs_free(g, s->set[i]);
+    free(s->set);
+    *s = (struct qp_input_sets){0};
 }

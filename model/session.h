@@ -1,0 +1,204 @@
+/* model/session.h: the pipeline every command runs a model through.
+ *
+ * A session loads a model once (an ONNX graph today), keeps calibration
+ * inputs, and makes plans: a run mode with a uniform scheme, a recipe or a
+ * per-layer assignment (model/qassign.h). It runs the model in fp32 or
+ * under a plan, capturing named values, as many times as asked, without
+ * reloading or recomputing what did not change:
+ *
+ *   weights  are quantized once per distinct (weight, scheme, rounding,
+ *            layout) and shared by every plan (model/wcache.h);
+ *   ranges   of activations come from observers fed by fp32 runs over the
+ *            calibration inputs; an observer is made once per (value,
+ *            range method) and fed once, so plans that differ only in
+ *            weights, or in the bits of an activation, calibrate nothing;
+ *   values   of an earlier run on the same inputs (a memo) are reused: a
+ *            node whose behaviour and ancestors' behaviour are unchanged
+ *            (qp_qplan_node_sig) is not run again, so quantizing one layer
+ *            of an fp32 memo recomputes only what depends on that layer.
+ *
+ * A run may also feed every node the reference values of another run
+ * (teacher forcing: --local), so that a layer's error is its own.
+ *
+ *   qp_session_open -> qp_session_add_calib* -> qp_session_plan ->
+ *   qp_session_run (any number of times, any plans) -> qp_session_free */
+#ifndef QP_MODEL_SESSION_H
+#define QP_MODEL_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/progress.h"
+#include "formats/dump.h"
+#include "model/exec.h"
+#include "model/graph.h"
+#include "model/qassign.h"
+#include "model/qplan.h"
+#include "quant/recipe.h"
+#include "quant/scheme.h"
+
+struct qp_session_opts {
+    bool keep_bn; /* ONNX: keep BatchNormalization nodes (no folding) */
+};
+
+struct qp_session_stats {
+    size_t calib_passes;  /* fp32 runs over calibration inputs */
+    size_t observers;     /* (value, method) observers made */
+    size_t weights_made;  /* weights quantized */
+    size_t weights_reused;/* weight requests served from the cache */
+    size_t runs;          /* qp_session_run calls */
+    size_t nodes_run;     /* nodes computed by those runs */
+    size_t nodes_reused;  /* nodes whose values came from a memo */
+};
+
+struct qp_session;
+
+/* Opens the model at path (.onnx). *out belongs to the caller
+ * (qp_session_free). Errors name the file. */
+enum qp_status qp_session_open(const char *path,
+                               const struct qp_session_opts *o,
+                               struct qp_session **out, struct qp_error *err);
+
+/* A session over a finalized graph built elsewhere (tests, other model
+ * builders); takes g (also on failure). name is used in messages. */
+enum qp_status qp_session_new(struct qp_graph *g, const char *name,
+                              struct qp_session **out, struct qp_error *err);
+
+void qp_session_free(struct qp_session *s);
+
+/* True when the model carries its own quantization (QDQ / QLinear nodes):
+ * its int mode needs no scheme. */
+bool qp_session_own_quant(const struct qp_session *s);
+
+/* The model's graph (borrowed from the session). */
+const struct qp_graph *qp_session_graph(const struct qp_session *s);
+const char *qp_session_path(const struct qp_session *s);
+
+/* ---- inputs ----------------------------------------------------------- */
+
+/* One input set for the graph from "[NAME=]FILE" specs (model/inputs.h).
+ * *feed (g->n_inputs tensors) belongs to the caller:
+ * qp_session_free_inputs. */
+enum qp_status qp_session_load_inputs(const struct qp_session *s,
+                                      const char *const *specs, int n,
+                                      struct qp_tensor ***feed,
+                                      struct qp_error *err);
+void qp_session_free_inputs(const struct qp_session *s,
+                            struct qp_tensor **feed);
+
+/* Adds calibration input sets: every .npy/.pb file of the folder path is
+ * one set (or path itself, one file). *added (may be NULL) counts them.
+ * Errors name the file. */
+enum qp_status qp_session_add_calib(struct qp_session *s, const char *path,
+                                    size_t *added, struct qp_error *err);
+
+/* Adds one calibration input set; the session takes feed (also on
+ * failure). */
+enum qp_status qp_session_add_calib_feed(struct qp_session *s,
+                                         struct qp_tensor **feed,
+                                         struct qp_error *err);
+
+size_t qp_session_calib_count(const struct qp_session *s);
+
+/* Calibration set i (g->n_inputs tensors, borrowed from the session). */
+struct qp_tensor *const *qp_session_calib_set(const struct qp_session *s,
+                                              size_t i);
+
+/* ---- plans ------------------------------------------------------------- */
+
+struct qp_session_cfg {
+    enum qp_run_mode mode;           /* QP_MODE_FAKE or QP_MODE_INT */
+    const struct qp_scheme *scheme;  /* one of scheme, recipe, assign; none */
+    const struct qp_recipe *recipe;  /* in the int mode of a model with its */
+    const struct qp_qassign *assign; /* own quantization (QDQ) */
+    enum qp_rq_flavor flavor;
+    bool flavor_given;               /* else the recipe's, else tflite (ort
+                                        for a QDQ model's own) */
+    bool qa_given;                   /* the activation quantizer, else the */
+    enum qp_qa_flavor qa;            /* flavor's runtime's own */
+};
+
+struct qp_splan;
+
+/* A plan for cfg: weights quantized (or taken from the cache), activation
+ * ranges from the calibration inputs (fed now where no observer has them
+ * yet). Needs at least one calibration set when the plan quantizes
+ * activations. *out belongs to the caller (qp_splan_free) and must not
+ * outlive s. Errors name the layer. */
+enum qp_status qp_session_plan(struct qp_session *s,
+                               const struct qp_session_cfg *cfg,
+                               struct qp_splan **out, struct qp_error *err);
+void qp_splan_free(struct qp_splan *p);
+
+/* The plan's mode, and its qplan (NULL for the int mode of a QDQ model's
+ * own quantization). */
+enum qp_run_mode qp_splan_mode(const struct qp_splan *p);
+const struct qp_qplan *qp_splan_qplan(const struct qp_splan *p);
+/* Nodes fused into integer kernels (QDQ plans), else 0. */
+int qp_splan_qdq_fused(const struct qp_splan *p);
+
+/* ---- runs -------------------------------------------------------------- */
+
+/* The values of one run on one input set, kept for reuse. */
+struct qp_memo;
+enum qp_status qp_memo_new(const struct qp_session *s, struct qp_memo **out,
+                           struct qp_error *err);
+void qp_memo_free(struct qp_memo *m);
+/* Bytes of values the memo holds. */
+size_t qp_memo_bytes(const struct qp_memo *m);
+/* The memo's tensor of value v (borrowed), or NULL. */
+const struct qp_tensor *qp_memo_value(const struct qp_memo *m, int v);
+
+struct qp_session_run_opts {
+    const char *capture; /* glob of values handed to on_capture; NULL none */
+    enum qp_status (*on_capture)(void *ctx, const struct qp_graph *g, int value,
+                                 const struct qp_tensor *t, struct qp_error *err);
+    void *capture_ctx;
+    const struct qp_progress *progress;
+    /* Reuse and record: the memo of an earlier run on the same inputs; the
+     * run reuses every value it can, then the memo holds this run's
+     * values when record is set (NULL: neither). A memo used with other
+     * inputs is refilled (record) or not used. */
+    struct qp_memo *memo;
+    bool record;         /* false: reuse the memo only, leave it as it was */
+    /* Teacher forcing: every node reads, for each activation input found
+     * in this dump (by value name), the dump's tensor instead, as the
+     * plan represents that value (fake-quantized, or quantized in the int
+     * mode). Not combined with memo. */
+    struct qp_dump *local;
+    /* The same from a memo of an earlier run (e.g. the fp32 reference
+     * recorded with no_fusion) instead of a dump. */
+    const struct qp_memo *local_memo;
+    /* The memo is filled from a run without fused passes, so that every
+     * value materializes (more reuse later, one slower run now). */
+    bool no_fusion;
+    /* the run's state for stateful operators (qp_op_ctx.state) */
+    void *state;
+};
+
+struct qp_session_run_stats {
+    double seconds;
+    size_t peak_bytes;
+    size_t nodes_run, nodes_reused;
+};
+
+/* Runs the model on feed (g->n_inputs tensors, borrowed) in fp32 (plan
+ * NULL) or under plan. outputs[k] receive new tensors for g->outputs[k]
+ * (the caller frees them); stats may be NULL. */
+enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
+                              const struct qp_tensor *const *feed,
+                              const struct qp_session_run_opts *o,
+                              struct qp_tensor **outputs,
+                              struct qp_session_run_stats *stats,
+                              struct qp_error *err);
+
+struct qp_session_stats qp_session_stats(const struct qp_session *s);
+
+/* Multiply-accumulates of every node (macs[g->n_nodes]) for inputs shaped
+ * like feed (model/infer.h); 0 where unknown or not counted. */
+enum qp_status qp_session_node_macs(const struct qp_session *s,
+                                    const struct qp_tensor *const *feed,
+                                    uint64_t *macs, struct qp_error *err);
+
+#endif
