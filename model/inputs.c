@@ -43,6 +43,18 @@ static enum qp_status conform(const struct qp_value *v, const char *file,
         x->shape[0] = 1;
         x->ndim++;
     }
+    /* the batch dim is checked once the files are stacked */
+    bool ok = x->ndim == v->ndim;
+    for (int d = 1; ok && d < v->ndim; d++)
+        ok = v->shape[d] < 0 || v->shape[d] == x->shape[d];
+    if (!ok) {
+        char s0[128], s1[128];
+        qp_shape_str(x->ndim, x->shape, s0, sizeof s0);
+        qp_shape_str(v->ndim, v->shape, s1, sizeof s1);
+        return qp_fail(err, QP_E_SHAPE, "'%s': tensor '%s' has shape %s, the "
+                       "model's input '%s' is %s (-1: any)", file, x->name, s0,
+                       s1, v->name);
+    }
     if (x->dtype == v->dtype)
         return QP_OK;
     bool fl = qp_dtype_traits(x->dtype)->is_float &&

@@ -186,6 +186,9 @@ test_reliab_write_errors_name_the_output() {
         assert_exit 1 "$QPROBE" quantize a.npy --scheme w8c --fake -o "full.$ext"
         assert_contains err "'full.$ext': tensor 'a': write failed: No space left on device"
     done
+    ln -s /dev/full full.gguf
+    assert_exit 1 "$QPROBE" quantize a.npy --scheme q8_0 -o full.gguf
+    assert_contains err "'full.gguf': write failed: No space left on device"
     m=$NODE/test_relu
     assert_exit 1 "$QPROBE" run "$m/model.onnx" --input "$m/test_data_set_0/input_0.pb" \
         --dump full.h5
@@ -206,7 +209,7 @@ test_reliab_write_errors_name_the_output() {
     # regular files beyond RLIMIT_FSIZE (a full disk): the final name in the
     # message, no temporary left
     mkdir lim
-    for out in q.safetensors q.npz q.h5 qdir q.pb; do
+    for out in q.safetensors q.npz q.h5 qdir q.pb q.gguf; do
         assert_exit 1 sh -c "ulimit -f 8; exec \"$QPROBE\" quantize a.npy --scheme w8c --fake -o lim/$out"
         assert_contains err "'lim/$out': "
         assert_contains err "File too large"

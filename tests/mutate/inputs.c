@@ -144,6 +144,7 @@ int mut_inputs(const char *base, const char *root, struct mut_target *t)
         {"t.h5", QP_DUMP_HDF5, false, MUT_BINARY, 0, 4},
         {"t.npy", QP_DUMP_NPY, false, MUT_NPY, 0, 1},
         {"t.pb", QP_DUMP_PB, false, MUT_BINARY, 0, 1},
+        {"t.gguf", QP_DUMP_GGUF, false, MUT_BINARY, 0, 1},
         {"tdir", QP_DUMP_NPY_DIR, true, MUT_NPY, 0, 4},
         {"tpb", QP_DUMP_PB_DIR, true, MUT_BINARY, 0, 4},
         {"traw", QP_DUMP_RAW_DIR, true, MUT_TEXT, 0, 4},
