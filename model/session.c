@@ -369,6 +369,8 @@ enum qp_status qp_session_plan(struct qp_session *s,
         if (cfg->flavor_given)
             o.flavor = cfg->flavor;
         st = qp_qplan_new(s->g, &o, &p->q, err);
+        if (st) /* the model's weights, quantized: name its file */
+            qp_error_in_file(err, s->path);
         if (!st && p->q->has_acts && !s->ncalib)
             st = qp_fail(err, QP_E_INVAL, "'%s': quantized activations need "
                          "calibration inputs", s->path);
