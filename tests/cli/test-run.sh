@@ -83,5 +83,5 @@ test_run_batch_must_fit_a_fixed_batch_dim() {
     assert_contains err "graph input 'x' has shape [6,4,5], the model expects [3,4,5]"
     assert_exit 1 "$QPROBE" run "$m/model.onnx" --input "$in" \
         --input "$NODE/test_conv_with_strides_padding/test_data_set_0/input_0.pb"
-    assert_contains err "input 'x': cannot batch f32 [3,4,5] with f32 [1,1,7,5]"
+    assert_contains err "test_conv_with_strides_padding/test_data_set_0/input_0.pb': tensor 'x' has shape [1,1,7,5], the model's input 'x' is [3,4,5]"
 }
