@@ -115,7 +115,10 @@ enum qp_status qp_session_load_inputs(const struct qp_session *s,
                                       struct qp_tensor ***feed,
                                       struct qp_error *err)
 {
-    return qp_inputs_load(s->g, specs, n, feed, err);
+    enum qp_status st = qp_inputs_load(s->g, specs, n, feed, err);
+    if (st == QP_E_SHAPE) /* a file that does not fit this model */
+        qp_error_in_file(err, s->path);
+    return st;
 }
 
 void qp_session_free_inputs(const struct qp_session *s, struct qp_tensor **feed)
@@ -152,7 +155,7 @@ enum qp_status qp_session_add_calib(struct qp_session *s, const char *path,
     for (size_t i = 0; !st && i < n; i++) {
         struct qp_tensor **feed;
         const char *spec[1] = {files[i]};
-        if ((st = qp_inputs_load(s->g, spec, 1, &feed, err)) ||
+        if ((st = qp_session_load_inputs(s, spec, 1, &feed, err)) ||
             (st = qp_session_add_calib_feed(s, feed, err)))
             break;
         if (added)
