@@ -4,11 +4,11 @@
 #include <fnmatch.h>
 #include <malloc.h>
 #include <stdint.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/memlimit.h"
 #include "core/parallel.h"
 #include "model/exec-run.h"
 #include "model/fuse.h"
@@ -63,18 +63,6 @@ static void cache_release(struct bufcache *c)
     c->bytes = 0;
 }
 
-/* Bytes of physical memory: no single buffer of a run may be larger (a
- * model whose shapes ask for more fails with a message instead of a
- * failed or overcommitted allocation). */
-static size_t physical_bytes(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0)
-        return SIZE_MAX;
-    return (size_t)pages > SIZE_MAX / (size_t)page ? SIZE_MAX
-                                                   : (size_t)pages * (size_t)page;
-}
-
 /* A tensor with uninitialized owned data (from the cache when it fits). */
 enum qp_status qp_run_new_tensor(struct bufcache *c, const char *name,
                                  const struct qp_tdesc *d, struct qp_tensor **out,
@@ -86,15 +74,14 @@ enum qp_status qp_run_new_tensor(struct bufcache *c, const char *name,
         return st;
     struct qp_tensor *t = *out;
     size_t n = t->nbytes ? t->nbytes : 1;
-    if (n > physical_bytes()) {
-        char shape[128];
-        qp_shape_str(t->ndim, t->shape, shape, sizeof shape);
+    char what[300], shape[128];
+    qp_shape_str(t->ndim, t->shape, shape, sizeof shape);
+    snprintf(what, sizeof what, "tensor '%.150s' %s %s", name,
+             qp_dtype_name(d->dtype), shape);
+    if ((st = qp_mem_check(what, n, err))) {
         qp_tensor_free(t);
         *out = NULL;
-        return qp_fail(err, QP_E_NOMEM, "tensor '%s' %s %s needs %.3g GB, more "
-                       "than this machine's %.3g GB of memory", name,
-                       qp_dtype_name(d->dtype), shape, (double)n / 1e9,
-                       (double)physical_bytes() / 1e9);
+        return st;
     }
     t->data = cache_get(c, n);
     if (!t->data)
@@ -124,9 +111,7 @@ void qp_run_free_tensor(struct bufcache *c, struct qp_tensor *t, size_t live)
 void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes)
 {
     struct qp_scratch *s = c->scratch;
-    if (!s)
-        return NULL;
-    if (bytes > physical_bytes())
+    if (!s || qp_mem_check("scratch", bytes, NULL))
         return NULL; /* callers report it as out of memory */
     if (bytes > s->cap) {
         /* contents need not survive: free first to keep the peak low */
@@ -135,6 +120,18 @@ void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes)
         s->cap = s->buf ? bytes : 0;
     }
     return s->buf;
+}
+
+enum qp_status qp_op_scratch_get(const struct qp_op_ctx *c, size_t bytes,
+                                 void **out, struct qp_error *err)
+{
+    struct qp_error e;
+    if (qp_mem_check("scratch", bytes, &e))
+        return qp_op_fail(err, c, e.status, "%s", e.msg);
+    if (!(*out = qp_op_scratch(c, bytes)))
+        return qp_op_fail(err, c, QP_E_NOMEM, "cannot allocate %zu bytes of "
+                          "scratch", bytes);
+    return QP_OK;
 }
 
 void qp_scratch_release(struct qp_scratch *s)
@@ -169,7 +166,7 @@ static enum qp_status alloc_outputs(const struct qp_op_ctx *c,
         st = qp_run_new_tensor(cache, qp_run_value_name(c->g, n->out[k]), &desc[k], &out[k],
                         err);
         if (st)
-            return qp_error_prefix(err, "%s", c->n->name);
+            return qp_error_prefix(err, "%s: ", c->n->name);
     }
     return QP_OK;
 }
@@ -180,6 +177,18 @@ static void free_outputs(struct qp_tensor **out, int n)
         qp_tensor_free(out[k]);
         out[k] = NULL;
     }
+}
+
+/* Runs node c->n into its allocated outputs, unless every output is empty:
+ * then there is nothing to compute, and an operator must not loop over
+ * the rows of an empty tensor whose other dims are huge ([2^31, 0]). */
+static enum qp_status run_def(const struct qp_op_ctx *c, struct qp_tensor **out,
+                              struct qp_error *err)
+{
+    bool empty = c->n->n_out > 0;
+    for (int k = 0; k < c->n->n_out && empty; k++)
+        empty = !qp_tensor_numel(out[k]);
+    return empty ? QP_OK : c->n->def->run(c, out, err);
 }
 
 static enum qp_status check_input_data(const struct qp_op_ctx *c,
@@ -209,7 +218,7 @@ static enum qp_status exec_ctx(const struct qp_op_ctx *c, struct qp_tensor **out
     if (!st)
         st = alloc_outputs(c, NULL, out, err);
     if (!st)
-        st = n->def->run(c, out, err);
+        st = run_def(c, out, err);
     if (st)
         free_outputs(out, n->n_out);
     return st;
@@ -412,7 +421,7 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
         for (int k = 0; !st && k < n->n_out; k++)
             r->live_bytes += out[k]->nbytes;
         if (!st) {
-            st = n->def->run(&c, out, err);
+            st = run_def(&c, out, err);
             qp_run_track_peak(r); /* outputs, inputs and scratch all alive */
         }
         for (int k = 0; k < n->n_out; k++)

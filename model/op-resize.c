@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/size.h"
 #include "model/op.h"
 
 enum rmode { R_NEAREST, R_LINEAR, R_CUBIC };
@@ -370,15 +371,17 @@ static enum qp_status nearest_run(const struct qp_op_ctx *c,
                                   const struct rplan *p, struct qp_tensor *out,
                                   struct qp_error *err)
 {
+    /* a non-empty output has out[d] <= its element count on every axis */
     size_t most = 1, total = 0;
     for (int d = 0; d < p->nd; d++) {
         most = (size_t)p->out[d] > most ? (size_t)p->out[d] : most;
         total += (size_t)p->out[d];
     }
     size_t bytes = most * sizeof(struct tap) + total * sizeof(int64_t);
-    char *mem = qp_op_scratch(c, bytes);
-    if (!mem)
-        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    char *mem;
+    enum qp_status st = qp_op_scratch_get(c, bytes, (void **)&mem, err);
+    if (st)
+        return st;
     struct tap *t = (struct tap *)(void *)mem;
     int64_t *tab = (int64_t *)(void *)(mem + most * sizeof(struct tap));
     struct nearest_job j = {p, {NULL}, c->in[0]->data, out->data, 0};
@@ -401,8 +404,8 @@ static enum qp_status resize_run(const struct qp_op_ctx *c,
 {
     struct rplan p;
     enum qp_status st = resize_plan(c, &p, err);
-    if (st)
-        return st;
+    if (st || !qp_tensor_numel(out[0]))
+        return st; /* an empty output (one dim 0, others maybe huge) */
     if (p.mode == R_NEAREST && p.nd > 0 && strcmp(p.ctm, "tf_crop_and_resize"))
         return nearest_run(c, &p, out[0], err);
     /* two ping-pong buffers big enough for every intermediate shape, and
@@ -410,19 +413,23 @@ static enum qp_status resize_run(const struct qp_op_ctx *c,
     size_t biggest = 1, cur = qp_tensor_numel(c->in[0]), taps = 1;
     int64_t shape[QP_MAX_DIMS];
     memcpy(shape, p.in, sizeof shape);
+    bool big = false;
     for (int d = p.nd - 1; d >= 0; d--) {
         if (shape[d])
-            cur = cur / (size_t)shape[d] * (size_t)p.out[d];
+            big |= qp_size_mul(cur / (size_t)shape[d], (size_t)p.out[d], &cur);
         else
             cur = 0;
         shape[d] = p.out[d];
         biggest = cur > biggest ? cur : biggest;
         taps = (size_t)p.out[d] > taps ? (size_t)p.out[d] : taps;
     }
-    size_t bytes = 2 * biggest * sizeof(float) + taps * sizeof(struct tap);
-    char *mem = qp_op_scratch(c, bytes);
-    if (!mem)
-        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    size_t bytes, tapb;
+    big |= qp_size_mul(biggest, 2 * sizeof(float), &bytes) ||
+           qp_size_mul(taps, sizeof(struct tap), &tapb) ||
+           qp_size_add(bytes, tapb, &bytes);
+    char *mem;
+    if ((st = qp_op_scratch_get(c, big ? SIZE_MAX : bytes, (void **)&mem, err)))
+        return st;
     float *buf[2] = {(float *)(void *)mem, (float *)(void *)mem + biggest};
     struct tap *t = (struct tap *)(void *)(mem + 2 * biggest * sizeof(float));
     const float *src = c->in[0]->data;

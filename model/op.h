@@ -223,8 +223,14 @@ void qp_bcast_row(const struct qp_bcast *b, size_t row, int64_t *off);
 void qp_bcast_at(const struct qp_bcast *b, size_t o, int64_t *off);
 
 /* Scratch memory for one run of the node, valid until it returns; NULL
- * when out of memory. The executor reuses and accounts it. */
+ * when out of memory or beyond the allocation limit (core/memlimit.h).
+ * The executor reuses and accounts it. */
 void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes);
+
+/* The same, failing with the node and the size: QP_E_NOMEM when bytes is
+ * beyond the allocation limit (core/memlimit.h) or cannot be allocated. */
+enum qp_status qp_op_scratch_get(const struct qp_op_ctx *c, size_t bytes,
+                                 void **out, struct qp_error *err);
 
 /* Element access in any runtime dtype, as double or int64 (bool reads
  * 0/1; float -> int truncates toward zero and saturates, NaN -> 0). */

@@ -159,7 +159,10 @@ enum qp_status qp_session_load_inputs(const struct qp_session *s,
                                       struct qp_tensor ***feed,
                                       struct qp_error *err)
 {
-    return qp_inputs_load(s->g, specs, n, feed, err);
+    enum qp_status st = qp_inputs_load(s->g, specs, n, feed, err);
+    if (st == QP_E_SHAPE) /* a file that does not fit this model */
+        qp_error_in_file(err, s->path);
+    return st;
 }
 
 void qp_session_free_inputs(const struct qp_session *s, struct qp_tensor **feed)
@@ -196,7 +199,7 @@ enum qp_status qp_session_add_calib(struct qp_session *s, const char *path,
     for (size_t i = 0; !st && i < n; i++) {
         struct qp_tensor **feed;
         const char *spec[1] = {files[i]};
-        if ((st = qp_inputs_load(s->g, spec, 1, &feed, err)) ||
+        if ((st = qp_session_load_inputs(s, spec, 1, &feed, err)) ||
             (st = qp_session_add_calib_feed(s, feed, err)))
             break;
         if (added)
@@ -421,6 +424,8 @@ enum qp_status qp_session_plan(struct qp_session *s,
         if (cfg->flavor_given)
             o.flavor = cfg->flavor;
         st = qp_qplan_new(s->g, &o, &p->q, err);
+        if (st) /* the model's weights, quantized: name its file */
+            qp_error_in_file(err, s->path);
         if (!st && p->q->has_acts && !s->ncalib)
             st = qp_fail(err, QP_E_INVAL, "'%s': quantized activations need "
                          "calibration inputs", s->path);
