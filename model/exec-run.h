@@ -98,4 +98,11 @@ enum qp_status qp_run_fused(struct run *r, int pos, int len, int *done,
 enum qp_status qp_run_conv_fused(struct run *r, int pos, int len, int *done,
                                  struct qp_error *err);
 
+/* ---- model/exec-span.c --------------------------------------------------- */
+
+/* Offers the hooks' run_span the nodes from order position pos (up to
+ * the first skipped one); *done receives how many it ran (0: none). */
+enum qp_status qp_run_span(struct run *r, int pos, int *done,
+                           struct qp_error *err);
+
 #endif

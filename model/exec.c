@@ -556,8 +556,11 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
                        g->name, g->n_inputs, n_inputs);
     struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}, {{0}, {0}, 0, 0},
                     qp_pool_new(0), tune, 0, 0};
-    /* the modes' hooks see every node */
-    bool fuse = !(tune && tune->no_fusion) && !(opts && opts->hooks);
+    /* the modes' hooks see every node, or fuse through run_span */
+    const struct qp_exec_hooks *h = opts ? opts->hooks : NULL;
+    bool fuse = !(tune && tune->no_fusion) && !h;
+    bool spans = !(tune && tune->no_fusion) && h && h->run_span &&
+                 !h->map_inputs && !h->after_node;
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
     r.live = calloc(nv, sizeof *r.live);
     r.owned = calloc(nv, sizeof *r.owned);
@@ -576,6 +579,8 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
             i++;
             continue;
         }
+        if (spans)
+            st = qp_run_span(&r, i, &done, err);
         if (fuse && i + 1 < g->n_nodes && qp_op_is_conv(&g->nodes[g->order[i]]) &&
             (len = unskipped(&r, i + 1, qp_run_candidates(g, i + 1))) > 0)
             st = qp_run_conv_fused(&r, i, len, &done, err);

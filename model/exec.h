@@ -21,6 +21,8 @@
 #include "model/graph.h"
 #include "model/op.h"
 
+struct qp_exec_span; /* model/exec-span.h */
+
 struct qp_exec_hooks {
     /* Called before node runs. May compute the outputs itself: then it
      * stores new tensors (owned by the executor from then on) in out[k]
@@ -46,6 +48,14 @@ struct qp_exec_hooks {
                                  const struct qp_tensor **in,
                                  struct qp_error *err);
     void *ctx;
+    /* Optional: runs several nodes as one pass (the int mode's composed
+     * lookup tables). Called while fusion is on and map_inputs and
+     * after_node are NULL, before a node that is about to run (not
+     * skipped): may run it and nodes after it as model/exec-span.h says,
+     * and sets *done to how many ran (0: none; the node then runs alone
+     * through run_node). */
+    enum qp_status (*run_span)(void *ctx, struct qp_exec_span *s, int *done,
+                               struct qp_error *err);
 };
 
 struct qp_exec_opts {
@@ -110,8 +120,8 @@ struct qp_exec_tune {
 };
 
 /* qp_exec_run with tune (NULL: the defaults, as qp_exec_run). Fusion is
- * on by default and off whenever opts has hooks (the modes see every
- * node). A fused pass never materializes values that only its own nodes
+ * on by default; with hooks, the executor's own fusion is off (the modes
+ * see every node) and only the hooks' run_span fuses. A fused pass never materializes values that only its own nodes
  * read, unless they are captured: captured values, graph outputs and
  * values read elsewhere are all still produced, with the same bits. */
 enum qp_status qp_exec_run_tuned(const struct qp_graph *g,

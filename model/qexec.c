@@ -8,6 +8,7 @@
 #include "kernels/lut-s8.h"
 #include "model/op-conv.h"
 #include "model/op-quant.h"
+#include "model/qexec-fuse.h"
 #include "model/qplan.h"
 #include "quant/qparams.h"
 
@@ -257,6 +258,15 @@ static enum qp_status lut_build(struct qp_qplan *p, const struct qp_op_ctx *c,
         qp_tensor_free(tmp[k]);
         qp_tensor_free(out[k]);
     }
+    return st;
+}
+
+enum qp_status qp_qplan_lut(struct qp_qplan *p, const struct qp_op_ctx *c,
+                            const uint8_t **table, struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    enum qp_status st = q->lut ? QP_OK : lut_build(p, c, err);
+    *table = q->lut;
     return st;
 }
 
@@ -690,6 +700,7 @@ void qp_qplan_hooks(struct qp_qplan *p, struct qp_exec_hooks *h)
     if (p->mode == QP_MODE_INT) {
         h->on_input = int_on_input;
         h->run_node = int_run_node;
+        h->run_span = qp_qfuse_run_span;
     } else {
         h->on_input = fake_on_input;
         h->run_node = fake_run_node;

@@ -380,7 +380,7 @@ enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
             return qp_fail(err, QP_E_INVAL, "a teacher-forced run is not "
                            "memoized");
         lh = (struct qp_exec_hooks){local_run_node, local_after, local_on_input,
-                                    local_inputs, &l};
+                                    local_inputs, &l, NULL};
         hooks = &lh;
     }
     struct reuse r = {0};

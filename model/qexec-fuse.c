@@ -1,0 +1,356 @@
+/* model/qexec-fuse.c: the int mode's fused lookup-table chains
+ * (model/qexec-fuse.h). */
+#include "model/qexec-fuse.h"
+
+#include <string.h>
+
+#include "core/parallel.h"
+#include "kernels/lut-s8.h"
+
+/* Nodes one chain covers. */
+#define CHAIN_MAX 32
+/* Elements below which a table pass stays on one thread. */
+#define PAR_MIN ((size_t)1 << 16)
+/* Elements a pass applies its tables to at a time (stays in L1). */
+#define BLOCK ((size_t)4096)
+
+/* A node of the chain: which earlier values its quantized inputs are
+ * (0: the source, j + 1: member j's output). */
+struct member {
+    int node, value;
+    int nq, src[2];
+    const uint8_t *table;  /* the node's own table */
+    struct qp_tensor view; /* its output as a descriptor */
+    struct qp_qparams qp;  /* the view's parameters (arrays in the plan) */
+    bool needed;           /* must exist after the span */
+    uint8_t comp[256];     /* from the source's code to its own */
+};
+
+struct chain {
+    int head;                    /* node making the source in the span, or -1 */
+    int source;                  /* value */
+    const struct qp_tensor *src; /* its tensor */
+    int n;                       /* members */
+    struct member m[CHAIN_MAX];
+};
+
+/* True when node i runs as a lookup table in the int mode (what
+ * qp_qplan_run_int does for it): an elementwise node of quantized inputs
+ * and scalar constants (lut_ok), not an Add the fixed-point flavors run
+ * on the integers. */
+static bool runs_as_table(const struct qp_qplan *p, int i)
+{
+    const struct qp_qnode *q = &p->n[i];
+    const struct qp_node *n = &p->g->nodes[i];
+    if (!q->lut_ok || n->n_out != 1 || n->out[0] < 0)
+        return false;
+    return q->kind == QP_QK_FLOAT ||
+           (q->kind == QP_QK_ADD && !qp_rq_flavor_fixed(p->flavor));
+}
+
+/* True when t holds value v as the int mode carries it. */
+static bool carried(const struct qp_qplan *p, int v, const struct qp_tensor *t)
+{
+    const struct qp_qval *q = &p->v[v];
+    return t && t->data && q->quant && t->dtype == q->dtype && t->qp &&
+           t->qp->count == 1;
+}
+
+/* The slot (0: the source, j + 1: member j) computing value v, or -1. */
+static int slot_of(const struct chain *ch, int v)
+{
+    if (v == ch->source)
+        return 0;
+    for (int j = 0; j < ch->n; j++)
+        if (ch->m[j].value == v)
+            return j + 1;
+    return -1;
+}
+
+/* A descriptor of value v as the plan quantizes it, of shape d. */
+static void set_view(const struct qp_qplan *p, int v, const struct qp_tdesc *d,
+                     struct qp_tensor *t, struct qp_qparams *qp)
+{
+    const struct qp_qval *q = &p->v[v];
+    memset(t, 0, sizeof *t);
+    t->name = p->g->values[v].name;
+    t->dtype = q->dtype;
+    t->ndim = d->ndim;
+    memcpy(t->shape, d->shape, sizeof t->shape);
+    qp->scale = (float *)&q->scale;
+    qp->zero_point = (int32_t *)&q->zp;
+    qp->count = 1;
+    qp->axis = -1;
+    qp->block_size = 0;
+    t->qp = qp;
+}
+
+/* The inputs of node as the run has them (the chain's members as
+ * descriptors) into in[]; false when one is missing. */
+static bool gather(const struct qp_exec_span *s, const struct chain *ch,
+                   int node, const struct qp_tensor **in)
+{
+    const struct qp_node *n = &s->g->nodes[node];
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k], sl = ch ? slot_of(ch, v) : -1;
+        in[k] = sl > 0 ? &ch->m[sl - 1].view
+                       : sl == 0 ? ch->src : qp_exec_span_value(s, v);
+        if (v >= 0 && (!in[k] || (in[k]->data && !qp_elem_size(in[k]->dtype))))
+            return false;
+    }
+    return true;
+}
+
+/* Appends node to the chain when it is a table on the chain's values
+ * and constants with the source's element count; false otherwise. */
+static bool add_member(const struct qp_qplan *p, const struct qp_exec_span *s,
+                       struct chain *ch, int node)
+{
+    const struct qp_graph *g = p->g;
+    const struct qp_node *n = &g->nodes[node];
+    if (ch->n == CHAIN_MAX || n->n_in > QP_OP_MAX_IO || !runs_as_table(p, node))
+        return false;
+    struct member *m = &ch->m[ch->n];
+    const struct qp_tensor *in[QP_OP_MAX_IO], *ops[QP_OP_MAX_IO];
+    int nops = 0;
+    m->nq = 0;
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        if (v < 0)
+            continue;
+        if (!g->values[v].konst) {
+            int sl = slot_of(ch, v);
+            if (sl < 0 || m->nq == 2)
+                return false;
+            m->src[m->nq++] = sl;
+        }
+    }
+    if (m->nq == 0 || !gather(s, ch, node, in))
+        return false;
+    for (int k = 0; k < n->n_in; k++)
+        if (in[k])
+            ops[nops++] = in[k];
+    struct qp_op_ctx c = {g, node, n, in, n->n_in, NULL, NULL, NULL};
+    struct qp_tdesc d;
+    struct qp_error e;
+    if (qp_op_broadcast(&c, ops, nops, &d, &e) ||
+        qp_tdesc_numel(&d) != qp_tensor_numel(ch->src))
+        return false;
+    m->node = node;
+    m->value = n->out[0];
+    set_view(p, m->value, &d, &m->view, &m->qp);
+    ch->n++;
+    return true;
+}
+
+/* The value all quantized inputs of node are when node runs as a table
+ * and that value exists, else -1: the source of a chain without head. */
+static int own_source(const struct qp_qplan *p, const struct qp_exec_span *s,
+                      int node)
+{
+    const struct qp_node *n = &p->g->nodes[node];
+    int src = -1;
+    if (!runs_as_table(p, node))
+        return -1;
+    for (int k = 0; k < n->n_in; k++) {
+        int v = n->in[k];
+        if (v < 0 || p->g->values[v].konst)
+            continue;
+        if (src >= 0 && v != src)
+            return -1;
+        src = v;
+    }
+    return src >= 0 && carried(p, src, qp_exec_span_value(s, src)) ? src : -1;
+}
+
+/* True when node can head a chain: one quantized output that the next
+ * node of the span reads as a table. */
+static bool head_ok(const struct qp_qplan *p, const struct qp_exec_span *s,
+                    int node)
+{
+    const struct qp_node *n = &p->g->nodes[node];
+    if (n->n_out != 1 || n->out[0] < 0 || !p->v[n->out[0]].quant ||
+        n->n_in > QP_OP_MAX_IO || s->len < 2)
+        return false;
+    int next = s->g->order[s->pos + 1];
+    const struct qp_node *m = &p->g->nodes[next];
+    bool reads = false;
+    for (int k = 0; k < m->n_in; k++)
+        reads |= m->in[k] == n->out[0];
+    return reads && runs_as_table(p, next);
+}
+
+/* Runs the head node as it runs alone; *out its new output. */
+static enum qp_status run_head(struct qp_qplan *p, struct qp_exec_span *s,
+                               int node, struct qp_tensor **out, bool *ran,
+                               struct qp_error *err)
+{
+    const struct qp_node *n = &s->g->nodes[node];
+    const struct qp_tensor *in[QP_OP_MAX_IO];
+    *ran = gather(s, NULL, node, in);
+    if (!*ran)
+        return QP_OK;
+    struct qp_op_ctx c = {s->g, node, n, in, n->n_in, s->scratch, s->pool,
+                          s->state};
+    return qp_qplan_run_int(p, &c, out, err);
+}
+
+/* Each member's table, then the composition from the source's codes. */
+static enum qp_status compose(struct qp_qplan *p, struct qp_exec_span *s,
+                              struct chain *ch, struct qp_error *err)
+{
+    for (int j = 0; j < ch->n; j++) {
+        struct member *m = &ch->m[j];
+        const struct qp_node *n = &s->g->nodes[m->node];
+        const struct qp_tensor *in[QP_OP_MAX_IO];
+        gather(s, ch, m->node, in);
+        struct qp_op_ctx c = {s->g, m->node, n, in, n->n_in, s->scratch,
+                              s->pool, s->state};
+        enum qp_status st = qp_qplan_lut(p, &c, &m->table, err);
+        if (st)
+            return st;
+    }
+    uint8_t val[CHAIN_MAX + 1];
+    for (int code = 0; code < 256; code++) {
+        val[0] = (uint8_t)code;
+        for (int j = 0; j < ch->n; j++) {
+            struct member *m = &ch->m[j];
+            size_t i = m->nq == 1 ? val[m->src[0]]
+                                  : (size_t)val[m->src[0]] << 8 | val[m->src[1]];
+            m->comp[code] = val[j + 1] = m->table[i];
+        }
+    }
+    return QP_OK;
+}
+
+/* ---- the pass ------------------------------------------------------------ */
+
+struct pass {
+    const uint8_t *x;             /* the source's codes */
+    size_t n;
+    int k;                        /* outputs */
+    const uint8_t *t[CHAIN_MAX];  /* their composed tables */
+    uint8_t *y[CHAIN_MAX];        /* the last may be x (in place) */
+};
+
+static void pass_part(void *ctx, int t, int nt)
+{
+    const struct pass *ps = ctx;
+    size_t b, e;
+    qp_parallel_split(ps->n, t, nt, 64, &b, &e);
+    for (size_t i = b; i < e; i += BLOCK) {
+        size_t len = e - i < BLOCK ? e - i : BLOCK;
+        for (int k = 0; k < ps->k; k++)
+            qp_lut8_apply(ps->t[k], ps->x + i, len, ps->y[k] + i);
+    }
+}
+
+/* Allocates the needed members' outputs (the last one in the head's
+ * buffer *hout when the source itself is not needed and shapes agree)
+ * and fills them in one pass over the source. */
+static enum qp_status apply(struct qp_exec_span *s,
+                            struct chain *ch, struct qp_tensor **hout,
+                            struct qp_tensor **out, struct qp_error *err)
+{
+    int total = (ch->head >= 0) + ch->n, last = -1;
+    struct pass ps = {ch->src->data, qp_tensor_numel(ch->src), 0, {0}, {0}};
+    bool src_needed = ch->head < 0 || qp_exec_span_needed(s, ch->source, total);
+    for (int j = 0; j < ch->n; j++) {
+        struct member *m = &ch->m[j];
+        m->needed = qp_exec_span_needed(s, m->value, total);
+        if (m->needed)
+            last = j;
+    }
+    enum qp_status st = QP_OK;
+    for (int j = 0; !st && j < ch->n; j++) {
+        struct member *m = &ch->m[j];
+        const struct qp_tensor *v = &m->view;
+        if (!m->needed)
+            continue;
+        if (j == last && !src_needed &&
+            qp_shape_equal(v->ndim, v->shape, (*hout)->ndim, (*hout)->shape)) {
+            out[j] = *hout;
+            *hout = NULL;
+            st = qp_tensor_rename(out[j], v->name, err);
+        } else {
+            st = qp_exec_span_tensor(s, m->value, v->dtype, v->ndim, v->shape,
+                                     &out[j], err);
+        }
+        if (!st)
+            st = qp_tensor_set_qparams(out[j], 1, v->qp->scale,
+                                       v->qp->zero_point, -1, 0, err);
+        if (!st) {
+            ps.t[ps.k] = m->comp;
+            ps.y[ps.k++] = out[j]->data;
+        }
+    }
+    if (!st && ps.n)
+        qp_pool_run(s->pool, pass_part, &ps, ps.n >= 2 * PAR_MIN ? 0 : 1);
+    if (*hout && !src_needed) {
+        qp_exec_span_free(s, *hout);
+        *hout = NULL;
+    }
+    return st;
+}
+
+/* Publishes the head's and the members' outputs in order; on failure
+ * (st) frees them instead. */
+static enum qp_status finish(struct qp_exec_span *s, struct chain *ch,
+                             struct qp_tensor **hout, struct qp_tensor **out,
+                             enum qp_status st, struct qp_error *err)
+{
+    if (ch->head >= 0 && st)
+        qp_exec_span_free(s, hout[0]);
+    else if (ch->head >= 0)
+        st = qp_exec_span_publish(s, ch->head, hout, err);
+    for (int j = 0; j < ch->n; j++) {
+        struct qp_tensor *o[1] = {out[j]};
+        if (st)
+            qp_exec_span_free(s, out[j]);
+        else
+            st = qp_exec_span_publish(s, ch->m[j].node, o, err);
+    }
+    return st;
+}
+
+enum qp_status qp_qfuse_run_span(void *ctx, struct qp_exec_span *s, int *done,
+                                 struct qp_error *err)
+{
+    struct qp_qplan *p = ctx;
+    const struct qp_graph *g = s->g;
+    int node = g->order[s->pos], first = 0;
+    struct chain ch;
+    struct qp_tensor *hout[QP_OP_MAX_IO] = {0}, *out[CHAIN_MAX] = {0};
+    enum qp_status st = QP_OK;
+    *done = 0;
+    ch.n = 0;
+    ch.head = -1;
+    ch.source = own_source(p, s, node);
+    if (ch.source >= 0) {
+        ch.src = qp_exec_span_value(s, ch.source);
+    } else {
+        bool ran;
+        if (!head_ok(p, s, node))
+            return QP_OK;
+        if ((st = run_head(p, s, node, hout, &ran, err)) || !ran)
+            return st;
+        ch.head = node;
+        ch.source = g->nodes[node].out[0];
+        ch.src = hout[0];
+        first = 1;
+        if (!carried(p, ch.source, ch.src))
+            ch.src = NULL; /* not fused: published as it came */
+    }
+    for (int k = first; ch.src && k < s->len; k++)
+        if (!add_member(p, s, &ch, g->order[s->pos + k]))
+            break;
+    if (ch.head < 0 && ch.n < 2)
+        return QP_OK;
+    if (ch.n > 0 && !(st = compose(p, s, &ch, err)))
+        st = apply(s, &ch, hout, out, err);
+    if ((st = finish(s, &ch, hout, out, st, err)))
+        return st;
+    *done = (ch.head >= 0) + ch.n;
+    qp_exec_span_account(s, *done);
+    return QP_OK;
+}
