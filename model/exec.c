@@ -137,6 +137,26 @@ void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes)
     return s->buf;
 }
 
+/* The run of c, when c belongs to one. */
+static struct run *ctx_run(const struct qp_op_ctx *c)
+{
+    return c->scratch ? c->scratch->run : NULL;
+}
+
+enum qp_status qp_op_new_tensor(const struct qp_op_ctx *c, const char *name,
+                                const struct qp_tdesc *d,
+                                struct qp_tensor **out, struct qp_error *err)
+{
+    struct run *r = ctx_run(c);
+    return qp_run_new_tensor(r ? &r->cache : NULL, name, d, out, err);
+}
+
+void qp_op_free_tensor(const struct qp_op_ctx *c, struct qp_tensor *t)
+{
+    struct run *r = ctx_run(c);
+    qp_run_free_tensor(r ? &r->cache : NULL, t, r ? r->live_bytes : 0);
+}
+
 void qp_scratch_release(struct qp_scratch *s)
 {
     free(s->buf);
@@ -201,8 +221,9 @@ static enum qp_status exec_ctx(const struct qp_op_ctx *c, struct qp_tensor **out
     for (int k = 0; k < n->n_out; k++)
         out[k] = NULL;
     enum qp_status st = check_input_data(c, err);
+    struct run *r = ctx_run(c);
     if (!st)
-        st = alloc_outputs(c, NULL, out, err);
+        st = alloc_outputs(c, r ? &r->cache : NULL, out, err);
     if (!st)
         st = n->def->run(c, out, err);
     if (st)
@@ -556,6 +577,7 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
                        g->name, g->n_inputs, n_inputs);
     struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}, {{0}, {0}, 0, 0},
                     qp_pool_new(0), tune, 0, 0};
+    r.scratch.run = &r; /* hooks allocate from the run's buffers too */
     /* the modes' hooks see every node, or fuse through run_span */
     const struct qp_exec_hooks *h = opts ? opts->hooks : NULL;
     bool fuse = !(tune && tune->no_fusion) && !h;

@@ -152,6 +152,7 @@ enum qp_status qp_exec_node_as(const struct qp_op_ctx *c,
 struct qp_scratch {
     void *buf;
     size_t cap;
+    void *run; /* the run's buffers (model/exec-run.h), NULL outside a run */
 };
 void qp_scratch_release(struct qp_scratch *s);
 

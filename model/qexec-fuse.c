@@ -6,6 +6,7 @@
 
 #include "core/parallel.h"
 #include "kernels/lut-s8.h"
+#include "model/qexec-int.h"
 
 /* Nodes one chain covers. */
 #define CHAIN_MAX 32
@@ -163,14 +164,13 @@ static int own_source(const struct qp_qplan *p, const struct qp_exec_span *s,
     return src >= 0 && carried(p, src, qp_exec_span_value(s, src)) ? src : -1;
 }
 
-/* True when node can head a chain: one quantized output that the next
- * node of the span reads as a table. */
-static bool head_ok(const struct qp_qplan *p, const struct qp_exec_span *s,
-                    int node)
+/* True when the next node of the span reads node's only output, a
+ * quantized one, as a table (node then heads a chain). */
+static bool feeds_table(const struct qp_qplan *p, const struct qp_exec_span *s,
+                        int node)
 {
     const struct qp_node *n = &p->g->nodes[node];
-    if (n->n_out != 1 || n->out[0] < 0 || !p->v[n->out[0]].quant ||
-        n->n_in > QP_OP_MAX_IO || s->len < 2)
+    if (n->n_out != 1 || n->out[0] < 0 || !p->v[n->out[0]].quant || s->len < 2)
         return false;
     int next = s->g->order[s->pos + 1];
     const struct qp_node *m = &p->g->nodes[next];
@@ -180,18 +180,27 @@ static bool head_ok(const struct qp_qplan *p, const struct qp_exec_span *s,
     return reads && runs_as_table(p, next);
 }
 
-/* Runs the head node as it runs alone; *out its new output. */
+/* Runs node, the span's first, when it heads a chain or has an integer
+ * way (model/qexec-int.h): *out its new output (*ran false, nothing
+ * done, otherwise). */
 static enum qp_status run_head(struct qp_qplan *p, struct qp_exec_span *s,
                                int node, struct qp_tensor **out, bool *ran,
                                struct qp_error *err)
 {
     const struct qp_node *n = &s->g->nodes[node];
     const struct qp_tensor *in[QP_OP_MAX_IO];
-    *ran = gather(s, NULL, node, in);
-    if (!*ran)
+    *ran = false;
+    if (n->n_in > QP_OP_MAX_IO || !gather(s, NULL, node, in))
         return QP_OK;
     struct qp_op_ctx c = {s->g, node, n, in, n->n_in, s->scratch, s->pool,
                           s->state};
+    if (qp_qint_ok(p, &c)) {
+        *ran = true;
+        return qp_qint_run(p, &c, out, err);
+    }
+    if (!feeds_table(p, s, node))
+        return QP_OK;
+    *ran = true;
     return qp_qplan_run_int(p, &c, out, err);
 }
 
@@ -330,8 +339,6 @@ enum qp_status qp_qfuse_run_span(void *ctx, struct qp_exec_span *s, int *done,
         ch.src = qp_exec_span_value(s, ch.source);
     } else {
         bool ran;
-        if (!head_ok(p, s, node))
-            return QP_OK;
         if ((st = run_head(p, s, node, hout, &ran, err)) || !ran)
             return st;
         ch.head = node;

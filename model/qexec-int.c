@@ -1,0 +1,255 @@
+/* model/qexec-int.c: integer computations of float-path nodes of the int
+ * mode (model/qexec-int.h). */
+#include "model/qexec-int.h"
+
+#include <string.h>
+
+#include "kernels/lut-s8.h"
+#include "kernels/quantize-act.h"
+
+/* Largest plane whose sum of dequantized codes is exact in double. */
+#define GAP_MAX_AREA ((size_t)1 << 20)
+
+static bool is_op(const struct qp_node *n, const char *op)
+{
+    return !n->domain[0] && !strcmp(n->op_type, op);
+}
+
+/* True when t holds value v as the int mode carries it. */
+static bool carried(const struct qp_qplan *p, int v, const struct qp_tensor *t)
+{
+    const struct qp_qval *q = v >= 0 ? &p->v[v] : NULL;
+    return q && t && t->data && q->quant && t->dtype == q->dtype && t->qp &&
+           t->qp->count == 1;
+}
+
+/* The float value of every code of a value quantized as q. */
+static void code_values(const struct qp_qval *q, float f[256])
+{
+    uint8_t b[256];
+    for (int i = 0; i < 256; i++)
+        b[i] = (uint8_t)i;
+    qp_qa_dequantize_row(b, q->dtype, 256, q->scale, q->zp, f);
+}
+
+/* t[code] = quantize(dequantize(code)) from a value quantized as a to
+ * one quantized as b, as the float path computes it; true when that is
+ * every code itself. */
+static bool requant_table(const struct qp_qplan *p, const struct qp_qval *a,
+                          const struct qp_qval *b, uint8_t t[256])
+{
+    float f[256];
+    code_values(a, f);
+    qp_qa_quantize_row(p->qa, f, 256, b->scale, b->zp, b->qmin, b->qmax,
+                       b->dtype, t);
+    bool same = a->dtype == b->dtype;
+    for (int i = 0; same && i < 256; i++)
+        same = t[i] == i;
+    return same;
+}
+
+static enum qp_status attach(const struct qp_qval *v, struct qp_tensor *t,
+                             struct qp_error *err)
+{
+    return qp_tensor_set_qparams(t, 1, &v->scale, &v->zp, -1, 0, err);
+}
+
+struct table_job {
+    const uint8_t *t;
+    const uint8_t *x;
+    uint8_t *y;
+};
+
+static void table_range(void *ctx, size_t b, size_t e)
+{
+    const struct table_job *j = ctx;
+    qp_lut8_apply(j->t, j->x + b, e - b, j->y + b);
+}
+
+/* y[i] = t[x[i]] for n bytes (y may be x), on c's pool when large. */
+static void apply_table(const struct qp_op_ctx *c, const uint8_t t[256],
+                        const void *x, size_t n, void *y)
+{
+    struct table_job j = {t, x, y};
+    qp_op_parallel_for(c, n, 1 << 16, table_range, &j);
+}
+
+/* ---- GlobalAveragePool ---------------------------------------------------- */
+
+struct gap_job {
+    const uint8_t *x;
+    size_t area;
+    const float *v;  /* the float value of each code */
+    float *y;        /* per plane */
+};
+
+/* Planes [b, e): the mean of each as global_planes (model/op-pool.c)
+ * computes it, its sum in double being exact. */
+static void gap_planes(void *ctx, size_t b, size_t e)
+{
+    const struct gap_job *j = ctx;
+    for (size_t pl = b; pl < e; pl++) {
+        uint32_t h[4][256];
+        memset(h, 0, sizeof h);
+        const uint8_t *x = j->x + pl * j->area;
+        size_t i = 0;
+        for (; i + 4 <= j->area; i += 4) {
+            h[0][x[i]]++;
+            h[1][x[i + 1]]++;
+            h[2][x[i + 2]]++;
+            h[3][x[i + 3]]++;
+        }
+        for (; i < j->area; i++)
+            h[0][x[i]]++;
+        double s = 0.0;
+        for (int k = 0; k < 256; k++) {
+            uint32_t n = h[0][k] + h[1][k] + h[2][k] + h[3][k];
+            if (n)
+                s += (double)n * (double)j->v[k];
+        }
+        j->y[pl] = j->area ? (float)(s / (double)j->area) : 0.0f;
+    }
+}
+
+static bool gap_ok(const struct qp_op_ctx *c)
+{
+    const struct qp_tensor *x = c->in[0];
+    if (x->ndim < 3 || !x->shape[0] || !x->shape[1])
+        return false;
+    return qp_tensor_numel(x) / (size_t)(x->shape[0] * x->shape[1]) <=
+           GAP_MAX_AREA;
+}
+
+static enum qp_status run_gap(const struct qp_qplan *p,
+                              const struct qp_op_ctx *c, struct qp_tensor **out,
+                              struct qp_error *err)
+{
+    const struct qp_tensor *x = c->in[0];
+    const struct qp_qval *vo = &p->v[c->n->out[0]];
+    struct qp_tdesc d = {vo->dtype, x->ndim, {0}};
+    for (int k = 0; k < x->ndim; k++)
+        d.shape[k] = k < 2 ? x->shape[k] : 1;
+    size_t planes = (size_t)(x->shape[0] * x->shape[1]);
+    float v[256];
+    code_values(&p->v[c->n->in[0]], v);
+    float *y = qp_op_scratch(c, planes * sizeof *y);
+    if (!y)
+        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    enum qp_status st = qp_op_new_tensor(c, c->g->values[c->n->out[0]].name, &d,
+                                         out, err);
+    if (st)
+        return st;
+    struct gap_job j = {x->data, qp_tensor_numel(x) / planes, v, y};
+    qp_op_parallel_items(c, planes, qp_op_par_items(j.area), gap_planes, &j);
+    qp_qa_quantize_row(p->qa, y, planes, vo->scale, vo->zp, vo->qmin, vo->qmax,
+                       vo->dtype, (*out)->data);
+    return attach(vo, *out, err);
+}
+
+/* ---- moves: Resize (nearest), Concat ---------------------------------- */
+
+/* The operator on the codes of inputs in[] (each already on the output's
+ * grid), then the output's parameters. */
+static enum qp_status run_moved(const struct qp_qplan *p,
+                                const struct qp_op_ctx *c,
+                                const struct qp_tensor *const *in,
+                                struct qp_tensor **out, struct qp_error *err)
+{
+    enum qp_status st = qp_exec_node_as(c, in, out, err);
+    return st ? st : attach(&p->v[c->n->out[0]], out[0], err);
+}
+
+static enum qp_status run_resize(const struct qp_qplan *p,
+                                 const struct qp_op_ctx *c,
+                                 struct qp_tensor **out, struct qp_error *err)
+{
+    uint8_t t[256];
+    bool same = requant_table(p, &p->v[c->n->in[0]], &p->v[c->n->out[0]], t);
+    enum qp_status st = run_moved(p, c, c->in, out, err);
+    if (!st && !same)
+        apply_table(c, t, out[0]->data, out[0]->nbytes, out[0]->data);
+    return st;
+}
+
+static enum qp_status run_concat(const struct qp_qplan *p,
+                                 const struct qp_op_ctx *c,
+                                 struct qp_tensor **out, struct qp_error *err)
+{
+    const struct qp_tensor *in[QP_OP_MAX_IO];
+    struct qp_tensor *tmp[QP_OP_MAX_IO] = {0};
+    enum qp_status st = QP_OK;
+    for (int k = 0; !st && k < c->n_in; k++) {
+        uint8_t t[256];
+        struct qp_tdesc d;
+        in[k] = c->in[k];
+        if (requant_table(p, &p->v[c->n->in[k]], &p->v[c->n->out[0]], t))
+            continue;
+        qp_tdesc_of(c->in[k], &d);
+        if (!(st = qp_op_new_tensor(c, c->in[k]->name, &d, &tmp[k], err))) {
+            apply_table(c, t, c->in[k]->data, c->in[k]->nbytes, tmp[k]->data);
+            in[k] = tmp[k];
+        }
+    }
+    if (!st)
+        st = run_moved(p, c, in, out, err);
+    for (int k = 0; k < c->n_in; k++)
+        qp_op_free_tensor(c, tmp[k]);
+    return st;
+}
+
+/* ---- dispatch ------------------------------------------------------------- */
+
+/* Resize's integer way: the gather runs on the codes (its shape
+ * inference accepts them only then). */
+static bool resize_ok(const struct qp_op_ctx *c)
+{
+    struct qp_tdesc d[QP_OP_MAX_IO];
+    for (int k = 1; k < c->n_in; k++)
+        if (c->n->in[k] >= 0 && !c->g->values[c->n->in[k]].konst)
+            return false;
+    return c->n->def->moves_values && c->n->def->moves_values(c->n) &&
+           c->n->def->infer(c, d, NULL) == QP_OK;
+}
+
+static bool concat_ok(const struct qp_qplan *p, const struct qp_op_ctx *c)
+{
+    int vo = c->n->out[0];
+    for (int k = 0; k < c->n_in; k++)
+        if (!carried(p, c->n->in[k], c->in[k]) ||
+            p->v[c->n->in[k]].dtype != p->v[vo].dtype)
+            return false;
+    return c->n_in > 0;
+}
+
+bool qp_qint_ok(const struct qp_qplan *p, const struct qp_op_ctx *c)
+{
+    const struct qp_node *n = c->n;
+    const struct qp_qnode *q = &p->n[c->node];
+    if (q->kind != QP_QK_FLOAT || q->lut_ok || q->wq || n->n_out != 1 ||
+        n->out[0] < 0 || !p->v[n->out[0]].quant || n->n_in < 1)
+        return false;
+    if (is_op(n, "Concat"))
+        return concat_ok(p, c);
+    if (!carried(p, n->in[0], c->in[0]))
+        return false;
+    if (is_op(n, "GlobalAveragePool"))
+        return n->n_in == 1 && gap_ok(c);
+    if (is_op(n, "Resize"))
+        return resize_ok(c);
+    return false;
+}
+
+enum qp_status qp_qint_run(struct qp_qplan *p, const struct qp_op_ctx *c,
+                           struct qp_tensor **out, struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    out[0] = NULL;
+    enum qp_status st = is_op(n, "GlobalAveragePool") ? run_gap(p, c, out, err)
+                      : is_op(n, "Resize")            ? run_resize(p, c, out, err)
+                                                      : run_concat(p, c, out, err);
+    if (st) {
+        qp_op_free_tensor(c, out[0]);
+        out[0] = NULL;
+    }
+    return st;
+}
