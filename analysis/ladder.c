@@ -125,7 +125,7 @@ enum qp_status qp_ladder_compute(const char *const *paths,
     if (!st && (!out->labels || !out->jumps))
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     for (size_t k = 0; !st && k < n; k++) {
-        char def[16];
+        char def[32]; /* "rung" and any size_t: -O1 builds check the bound */
         snprintf(def, sizeof def, "rung%zu", k);
         if (!(out->labels[k] = strdup(labels && labels[k] ? labels[k] : def)))
             st = qp_fail(err, QP_E_NOMEM, "out of memory");

@@ -1,135 +1,68 @@
-/* analysis/metrics.c: the portable reference of the fused metrics pass, the
- * run-time choice of variant, the derived metrics and whole-tensor
- * comparison on all threads. */
+/* analysis/metrics.c: the metrics of DESIGN.md §4 on top of the fused pass
+ * of kernels/metrics-f32.h: accumulation, the derived metrics and
+ * whole-tensor comparison on all threads. */
 #include "analysis/metrics.h"
 
 #include <math.h>
 #include <stdbool.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "analysis/blocks.h"
-#include "analysis/metrics-impl.h"
-#include "kernels/dispatch.h"
+#include "kernels/metrics-f32.h"
 
 void qp_metrics_init(struct qp_metrics *m)
 {
     memset(m, 0, sizeof *m);
 }
 
-void qp_metrics_accumulate(struct qp_metrics *m, uint64_t count,
-                           uint64_t nonfinite_test, uint64_t nonfinite_ref,
-                           const double sums[5], double max_abs_err,
-                           double ref_absmax)
+/* The kernel's accumulator and back: the kernel adds its partial sums to
+ * the running ones exactly as if it worked on m itself. */
+static struct qp_metrics_f32 to_kernel(const struct qp_metrics *m)
 {
-    m->numel += count;
-    m->nonfinite += nonfinite_test;
-    m->ref_nonfinite += nonfinite_ref;
-    m->sum_ref2 += sums[QP_MS_REF2];
-    m->sum_test2 += sums[QP_MS_TEST2];
-    m->sum_dot += sums[QP_MS_DOT];
-    m->sum_err2 += sums[QP_MS_ERR2];
-    m->sum_abs_err += sums[QP_MS_ABS_ERR];
-    if (max_abs_err > m->max_abs_err)
-        m->max_abs_err = max_abs_err;
-    if (ref_absmax > m->ref_absmax)
-        m->ref_absmax = ref_absmax;
+    return (struct qp_metrics_f32){
+        m->numel, m->nonfinite, m->ref_nonfinite, m->sum_ref2, m->sum_test2,
+        m->sum_dot, m->sum_err2, m->sum_abs_err, m->max_abs_err,
+        m->ref_absmax};
 }
 
-/* The specification: one pair at a time, in double. A value is finite when
- * |x| < inf (false for NaN). */
-void qp_metrics_add_f32_ref(struct qp_metrics *m, const float *ref,
-                            const float *test, size_t n)
+static void from_kernel(struct qp_metrics *m, const struct qp_metrics_f32 *k)
 {
-    double s[5] = {0};
-    double maxe = 0, maxr = 0;
-    uint64_t count = 0, nft = 0, nfr = 0;
-    for (size_t i = 0; i < n; i++) {
-        double r = ref[i], t = test[i];
-        bool fr = fabs(r) < INFINITY, ft = fabs(t) < INFINITY;
-        nfr += !fr;
-        nft += !ft;
-        if (fr && fabs(r) > maxr)
-            maxr = fabs(r);
-        if (!fr || !ft)
-            continue;
-        double e = r - t, a = fabs(e);
-        s[QP_MS_REF2] += r * r;
-        s[QP_MS_TEST2] += t * t;
-        s[QP_MS_DOT] += r * t;
-        s[QP_MS_ERR2] += e * e;
-        s[QP_MS_ABS_ERR] += a;
-        if (a > maxe)
-            maxe = a;
-        count++;
-    }
-    qp_metrics_accumulate(m, count, nft, nfr, s, maxe, maxr);
-}
-
-/* ---- run-time choice ------------------------------------------------------ */
-
-/* Best first; the instruction sets and QP_KERNELS follow kernels/dispatch.h
- * (QP_KERNELS=ref forces the reference, QP_KERNELS=avx2 caps the choice). */
-static const struct {
-    const char *name;
-    qp_metrics_kernel fn;
-    enum qp_kern_isa isa;
-} variants[] = {
-#if defined(__x86_64__)
-    {"avx512", qp_metrics_add_f32_avx512, QP_KERN_AVX512},
-    {"avx2", qp_metrics_add_f32_avx2, QP_KERN_AVX2},
-#endif
-    {"ref", qp_metrics_add_f32_ref, QP_KERN_REF},
-};
-enum { NVARIANTS = sizeof variants / sizeof variants[0] };
-
-qp_metrics_kernel qp_metrics_variant_kernel(const char *name)
-{
-    for (size_t i = 0; i < NVARIANTS; i++)
-        if (!strcmp(name, variants[i].name))
-            return qp_kern_isa_available(variants[i].isa) ? variants[i].fn : NULL;
-    return NULL;
-}
-
-/* Filled once (the dispatch table of STYLE.md), read-only afterwards. */
-static size_t chosen = NVARIANTS - 1;
-static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
-
-static void choose(void)
-{
-    for (size_t i = 0; i < NVARIANTS; i++)
-        if (qp_kern_isa_allowed(variants[i].isa)) {
-            chosen = i;
-            return;
-        }
-}
-
-static size_t variant(void)
-{
-    pthread_once(&chosen_once, choose);
-    return chosen;
-}
-
-const char *qp_metrics_variant(void)
-{
-    return variants[variant()].name;
+    m->numel = k->numel;
+    m->nonfinite = k->nonfinite;
+    m->ref_nonfinite = k->ref_nonfinite;
+    m->sum_ref2 = k->sum_ref2;
+    m->sum_test2 = k->sum_test2;
+    m->sum_dot = k->sum_dot;
+    m->sum_err2 = k->sum_err2;
+    m->sum_abs_err = k->sum_abs_err;
+    m->max_abs_err = k->max_abs_err;
+    m->ref_absmax = k->ref_absmax;
 }
 
 void qp_metrics_add_f32(struct qp_metrics *m, const float *ref,
                         const float *test, size_t n)
 {
-    variants[variant()].fn(m, ref, test, n);
+    struct qp_metrics_f32 k = to_kernel(m);
+    qp_metrics_f32_add(&k, ref, test, n);
+    from_kernel(m, &k);
+}
+
+const char *qp_metrics_variant(void)
+{
+    return qp_metrics_f32_variant();
 }
 
 /* ---- combining and derived metrics ------------------------------------------ */
 
 void qp_metrics_merge(struct qp_metrics *into, const struct qp_metrics *m)
 {
-    const double s[5] = {m->sum_ref2, m->sum_test2, m->sum_dot, m->sum_err2,
-                         m->sum_abs_err};
-    qp_metrics_accumulate(into, m->numel, m->nonfinite, m->ref_nonfinite, s,
-                          m->max_abs_err, m->ref_absmax);
+    const double s[QP_MS_COUNT] = {m->sum_ref2, m->sum_test2, m->sum_dot,
+                                   m->sum_err2, m->sum_abs_err};
+    struct qp_metrics_f32 k = to_kernel(into);
+    qp_metrics_f32_fold(&k, m->numel, m->nonfinite, m->ref_nonfinite, s,
+                        m->max_abs_err, m->ref_absmax);
+    from_kernel(into, &k);
 }
 
 /* A comparison with NaN/Inf on either side has no meaningful error figure:

@@ -19,11 +19,11 @@
  * all zero and the other not: cosine 0; a zero reference with a non-zero
  * error: sqnr -inf, rel_l2 +inf.
  *
- * Implementations: a portable reference (analysis/metrics.c) and AVX2 and
- * AVX-512 variants, chosen once at run time like the kernels'
+ * The pass is the kernel of kernels/metrics-f32.h: a portable reference
+ * and AVX2 and AVX-512 variants, chosen by the kernel dispatch table
  * (kernels/dispatch.h: QP_KERNELS=ref forces the reference, QP_KERNELS=avx2
- * caps the choice). Counts and maxima are identical across variants; the sums
- * agree within a relative 1e-12 (they are added in another order). */
+ * caps the choice). Counts and maxima are identical across variants; the
+ * sums agree within a relative 1e-12 (they are added in another order). */
 #ifndef QP_ANALYSIS_METRICS_H
 #define QP_ANALYSIS_METRICS_H
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench.h"
 #include "core/parallel.h"
 #include "kernels/conv-f32.h"
 
@@ -62,6 +63,7 @@ static void fill(float *p, size_t n, unsigned seed)
 
 int main(int argc, char **argv)
 {
+    bench_start("bench-conv", argc, argv);
     const char *filter = argc > 1 ? argv[1] : "";
     struct qp_pool *pool = qp_pool_new(0);
     printf("bench-conv: %d threads; SIMD variant vs reference (im2col + "
@@ -79,8 +81,8 @@ int main(int argc, char **argv)
         size_t nx = (size_t)s->ic * (size_t)(s->h * s->w);
         size_t nw = (size_t)s->oc * (size_t)(s->ic / s->groups) * (size_t)(s->k * s->k);
         size_t ny = (size_t)s->oc * (size_t)(g.out[0] * g.out[1]);
-        size_t ns = s->transpose ? qp_conv_transpose_f32_ref_scratch_size(&g)
-                                 : qp_conv_f32_ref_scratch_size(&g);
+        size_t ns = s->transpose ? qp_conv_transpose_f32_gemm_scratch_size(&g)
+                                 : qp_conv_f32_gemm_scratch_size(&g);
         size_t nv = s->transpose ? qp_conv_transpose_f32_scratch_size(&g)
                                  : qp_conv_f32_scratch_size(&g);
         float *x = malloc(nx * 4), *w = malloc(nw * 4), *b = malloc((size_t)s->oc * 4);
@@ -99,11 +101,11 @@ int main(int argc, char **argv)
             for (int v = 0; v < 2; v++) {
                 double t0 = now();
                 if (s->transpose && v == 0)
-                    qp_conv_transpose_f32_ref(pool, &g, x, w, b, y, sc, NULL);
+                    qp_conv_transpose_f32_gemm(pool, &g, x, w, b, y, sc, NULL);
                 else if (s->transpose)
                     qp_conv_transpose_f32(pool, &g, x, w, b, y, sc, NULL);
                 else if (v == 0)
-                    qp_conv_f32_ref(pool, &g, x, w, b, y, sc, NULL);
+                    qp_conv_f32_gemm(pool, &g, x, w, b, y, sc, NULL);
                 else
                     qp_conv_f32(pool, &g, x, w, b, y, sc, NULL);
                 double t = now() - t0;

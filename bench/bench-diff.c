@@ -29,10 +29,11 @@
 #include <unistd.h>
 
 #include "analysis/diff.h"
-#include "analysis/metrics-impl.h"
+#include "bench/bench.h"
 #include "core/fileio.h"
 #include "core/outfile.h"
 #include "core/parallel.h"
+#include "kernels/metrics-f32.h"
 
 enum { NTENSORS = 16 };
 
@@ -210,13 +211,12 @@ static double median(double *v, int n)
 }
 
 /* The fused kernel alone over n pairs in memory, best of 3. */
-static double time_kernel(qp_metrics_kernel k, const float *a, const float *b,
+static double time_kernel(qp_metrics_f32_fn k, const float *a, const float *b,
                           size_t n)
 {
     double best = INFINITY;
     for (int rep = 0; rep < 3; rep++) {
-        struct qp_metrics m;
-        qp_metrics_init(&m);
+        struct qp_metrics_f32 m = {0};
         double t0 = now();
         k(&m, a, b, n);
         double dt = now() - t0;
@@ -227,8 +227,9 @@ static double time_kernel(qp_metrics_kernel k, const float *a, const float *b,
     return best;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bench_start("bench-diff", argc, argv);
     const char *e = getenv("QP_BENCH_MIB");
     size_t mib = e && atoi(e) > 0 ? (size_t)atoi(e) : 64;
     e = getenv("QP_BENCH_REPS");
@@ -316,7 +317,7 @@ int main(void)
     }
     static const char *const variants[] = {"ref", "avx2", "avx512"};
     for (int v = 0; v < 3; v++) {
-        qp_metrics_kernel k = qp_metrics_variant_kernel(variants[v]);
+        qp_metrics_f32_fn k = qp_metrics_f32_by_name(variants[v]);
         if (!k)
             continue;
         double dt = time_kernel(k, a, b, kn);

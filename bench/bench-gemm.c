@@ -1,13 +1,16 @@
 /* bench/bench-gemm.c: int8 GEMM speed, M = N = K = 1024 with per-channel
- * requantization, beside OpenBLAS sgemm and XNNPACK's qs8 fully-connected
- * (and its per-channel qc8 1x1 convolution) on the same shape, measured in
- * the same process with 2 and 1 threads, each contender prepared once and
- * timed in two passes (best time). Prints GOP/s (2*M*N*K / s) and the ratios; the
- * lines "ratio ..." are the summary (the fastest requantizing flavor).
+ * requantization, beside OpenBLAS sgemm (qp_blas_sgemm, as qprobe's fp32
+ * paths run it) and XNNPACK's qs8 fully-connected (and its per-channel qc8
+ * 1x1 convolution) on the same shape, measured in the same process with 2
+ * and 1 threads, each contender prepared once and timed in two passes
+ * (best time). Prints GOP/s (2*M*N*K / s) and the ratios; the lines
+ * "ratio ..." are the summary (the fastest requantizing flavor). Ratios
+ * "x sgemm" are against the best sgemm of the machine: the same product
+ * also timed on every OpenBLAS core this CPU runs (bench/bench.h), whose
+ * speeds the line "sgemm ... by OpenBLAS core" lists.
  *
  *   build/bench/bench-gemm [M N K]
  */
-#include <cblas.h>
 #include <pthreadpool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,17 +18,12 @@
 #include <time.h>
 #include <xnnpack.h>
 
+#include "bench/bench.h"
+#include "core/parallel.h"
 #include "kernels/gemm-s8.h"
 
 #define REPS 9
 #define MAX_RUNS 12
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 struct problem {
     size_t m, n, k;
@@ -86,16 +84,15 @@ struct run {
     void *scratch;
     xnn_operator_t op;     /* XNNPACK */
     pthreadpool_t pool;
+    struct qp_pool *qpool; /* sgemm */
     double best;           /* seconds */
 };
 
 static void run_sgemm(struct run *r)
 {
     const struct problem *p = r->p;
-    openblas_set_num_threads(r->threads);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)p->m, (int)p->n,
-                (int)p->k, 1.0f, p->fa, (int)p->k, p->fb, (int)p->k, 0.0f,
-                p->fc, (int)p->n);
+    qp_blas_sgemm(r->qpool, false, true, p->m, p->n, p->k, 1.0f, p->fa, p->k,
+                  p->fb, p->k, 0.0f, p->fc, p->n);
 }
 
 static void run_xnn(struct run *r)
@@ -173,6 +170,7 @@ static void add_qp(struct run *r, enum qp_rq_flavor f)
 
 static void release(struct run *r)
 {
+    qp_pool_free(r->qpool);
     if (r->op)
         xnn_delete_operator(r->op);
     if (r->pool)
@@ -198,9 +196,9 @@ static void race(struct run *runs, int n)
             nanosleep(&(struct timespec){0, 200000000}, NULL);
             runs[i].fn(&runs[i]);
             for (int rep = 0; rep < REPS; rep++) {
-                double t0 = now();
+                double t0 = bench_now();
                 runs[i].fn(&runs[i]);
-                double t = now() - t0;
+                double t = bench_now() - t0;
                 if (t < runs[i].best)
                     runs[i].best = t;
             }
@@ -209,6 +207,7 @@ static void race(struct run *runs, int n)
 
 int main(int argc, char **argv)
 {
+    bench_start("bench-gemm", argc, argv);
     size_t m = 1024, n = 1024, k = 1024;
     if (argc == 4) {
         m = strtoul(argv[1], NULL, 10);
@@ -224,12 +223,17 @@ int main(int argc, char **argv)
         QP_RQ_GEMMLOWP, QP_RQ_XNNPACK_FP32, QP_RQ_ORT};
     enum { NF = sizeof flavors / sizeof flavors[0], FIRST_QP = 3 };
     printf("bench-gemm: int8 GEMM M=%zu N=%zu K=%zu, per-channel "
-           "requantization; %s\n", m, n, k, qp_kern_describe());
+           "requantization\n", m, n, k);
     for (int th = 2; th >= 1; th--) {
+        struct bench_core cores[8];
+        int bc, nc = bench_sgemm_cores((struct bench_mnk){m, n, k}, th, cores,
+                                       8, &bc);
         struct run runs[MAX_RUNS] = {0};
         int nr = 0;
-        runs[nr] = (struct run){.fn = run_sgemm, .p = &p, .threads = th};
-        snprintf(runs[nr++].label, sizeof runs[0].label, "OpenBLAS sgemm");
+        runs[nr] = (struct run){.fn = run_sgemm, .p = &p, .threads = th,
+                                .qpool = qp_pool_new(th)};
+        snprintf(runs[nr++].label, sizeof runs[0].label, "OpenBLAS sgemm (%s)",
+                 qp_blas_core());
         for (int pc = 0; pc < 2; pc++) {
             runs[nr] = (struct run){.p = &p, .threads = th};
             add_xnn(&runs[nr++], pc);
@@ -239,11 +243,19 @@ int main(int argc, char **argv)
             add_qp(&runs[nr++], flavors[f]);
         }
         race(runs, nr);
+        /* the best sgemm: this process's (just raced) or another core's */
         double sg = p.ops / runs[0].best * 1e-9;
+        const char *sg_core = qp_blas_core();
+        if (cores[bc].gflops > sg) {
+            sg = cores[bc].gflops;
+            sg_core = cores[bc].name;
+        }
         double xq = p.ops / runs[1].best * 1e-9;
         double xc = p.ops / runs[2].best * 1e-9;
         int best = FIRST_QP + 1; /* fastest requantizing flavor */
         printf("\n%d thread%s\n", th, th > 1 ? "s" : "");
+        bench_print_cores("bench-gemm", (struct bench_mnk){m, n, k}, th, cores,
+                          nc, bc);
         for (int i = 0; i < nr; i++) {
             double g = p.ops / runs[i].best * 1e-9;
             printf("  %-40s %8.1f %s", runs[i].label, g,
@@ -255,10 +267,10 @@ int main(int argc, char **argv)
                 best = i;
         }
         double g = p.ops / runs[best].best * 1e-9;
-        printf("ratio %d thread%s: %s %.1f GOP/s = %.2fx sgemm, %.2fx "
-               "XNNPACK qs8 fc, %.2fx XNNPACK qc8 conv\n", th,
-               th > 1 ? "s" : "", runs[best].label, g, g / sg, g / xq,
-               g / xc);
+        printf("ratio %d thread%s: %s %.1f GOP/s = %.2fx sgemm (best: %s "
+               "%.1f GFLOP/s), %.2fx XNNPACK qs8 fc, %.2fx XNNPACK qc8 conv\n",
+               th, th > 1 ? "s" : "", runs[best].label, g, g / sg, sg_core, sg,
+               g / xq, g / xc);
         for (int i = 0; i < nr; i++)
             release(&runs[i]);
     }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench.h"
 #include "kernels/requant.h"
 
 enum { ROWS = 4096, COLS = 256 };
@@ -43,8 +44,9 @@ static double rate(enum qp_rq_isa isa, const struct qp_rq *rq,
     return (double)reps * ROWS * COLS / t;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    bench_start("bench-requant", argc, argv);
     static const enum qp_rq_flavor flavors[] = {
         QP_RQ_TFLITE_DOUBLE, QP_RQ_TFLITE_SINGLE, QP_RQ_CMSIS_NN_SINGLE,
         QP_RQ_GEMMLOWP, QP_RQ_XNNPACK_FP32, QP_RQ_XNNPACK_RNDNU, QP_RQ_ORT,

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench.h"
 #include "quant/rtn.h"
 
 static double now(void)
@@ -42,6 +43,7 @@ struct bcase {
 
 int main(int argc, char **argv)
 {
+    bench_start("bench-rtn", argc, argv);
     int64_t rows = argc > 2 ? atoll(argv[1]) : 4096;
     int64_t cols = argc > 2 ? atoll(argv[2]) : 4096;
     int reps = argc > 3 ? atoi(argv[3]) : 5;

@@ -9,9 +9,10 @@
  * (the better of the two; when node and the pinned onnxruntime-node of
  * scripts/ort-setup.sh are available): their ratio is the headline. Then the multiply-accumulates of the
  * Conv/ConvTranspose/MatMul/Gemm nodes from static shape inference, and
- * the time those FLOPs (2 per MAC) would take at the sgemm speed measured
- * in the same process (qp_blas_sgemm, 512x512x512, same threads):
- * efficiency = that ideal time / the forward time. Then the int mode
+ * the time those FLOPs (2 per MAC) would take at the best sgemm speed of
+ * the machine (qp_blas_sgemm, 512x512x512, same threads, on every OpenBLAS
+ * core this CPU runs: bench/bench.h): efficiency = that ideal time / the
+ * forward time. Then the int mode
  * (w8c+a8t, tflite requantization, calibrated on the same input) time per
  * image, and its ratio to fp32. Also the peak bytes of live activations
  * (the executor's own count) and the process's peak RSS (both modes).
@@ -35,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "core/parallel.h"
 #include "formats/npy.h"
 #include "kernels/blas.h"
@@ -46,35 +48,7 @@
 
 static double now(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-/* GFLOP/s of a 512^3 sgemm on the threads the runtime uses, best of 7. */
-static double sgemm_gflops(void)
-{
-    struct qp_pool *pool = qp_pool_new(0);
-    size_t n = 512;
-    float *a = malloc(n * n * 4), *b = malloc(n * n * 4), *c = malloc(n * n * 4);
-    if (!a || !b || !c)
-        return 0;
-    for (size_t i = 0; i < n * n; i++) {
-        a[i] = (float)(i % 7) * 0.1f;
-        b[i] = (float)(i % 5) * 0.2f;
-    }
-    double best = 1e9;
-    for (int r = 0; r < 7; r++) {
-        double t0 = now();
-        qp_blas_sgemm(pool, false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-        double t = now() - t0;
-        best = t < best ? t : best;
-    }
-    free(a);
-    free(b);
-    free(c);
-    qp_pool_free(pool);
-    return 2.0 * (double)(n * n * n) / best / 1e9;
+    return bench_now();
 }
 
 struct result {
@@ -86,6 +60,7 @@ struct result {
 struct bench_opts {
     bool profile, no_fusion;
     char ort_dir[512]; /* "" when ONNX Runtime is not available */
+    double sgemm_gflops; /* the machine's best 512^3 sgemm */
 };
 
 /* Best time per run of g on feed (hooks and tune may be NULL), after a
@@ -371,7 +346,7 @@ static int bench_model(const struct bench_opts *bo, const char *label,
         goto out;
     }
     qp_qplan_free(plan);
-    r->gflops = sgemm_gflops();
+    r->gflops = bo->sgemm_gflops;
     r->ms = best * 1e3 / (double)shape[0];
     r->int_ms = best_int * 1e3 / (double)shape[0];
     r->ideal_ms = 2.0 * r->gmacs / r->gflops * 1e3 / (double)shape[0];
@@ -478,7 +453,8 @@ static void find_ort(struct bench_opts *bo)
 
 int main(int argc, char **argv)
 {
-    struct bench_opts bo = {false, false, ""};
+    bench_start("bench-run", argc, argv);
+    struct bench_opts bo = {false, false, "", 0};
     int a = 1;
     for (; a < argc && !strncmp(argv[a], "--", 2); a++) {
         if (!strcmp(argv[a], "--profile"))
@@ -491,9 +467,14 @@ int main(int argc, char **argv)
         }
     }
     find_ort(&bo);
-    printf("bench-run: %d threads; OpenBLAS %s; %s%s\n", qp_parallel_threads(),
-           qp_blas_describe(), bo.ort_dir[0] ? "ONNX Runtime from " : "no ONNX "
+    printf("bench-run: %d threads; %s%s\n", qp_parallel_threads(),
+           bo.ort_dir[0] ? "ONNX Runtime from " : "no ONNX "
            "Runtime (node or scripts/ort-setup.sh unavailable)", bo.ort_dir);
+    struct bench_core cores[8];
+    struct bench_mnk sq = {512, 512, 512};
+    int bc, nc = bench_sgemm_cores(sq, qp_parallel_threads(), cores, 8, &bc);
+    bench_print_cores("bench-run", sq, qp_parallel_threads(), cores, nc, bc);
+    bo.sgemm_gflops = cores[bc].gflops;
     int fails = 0;
     if (argc - a >= 2) {
         for (int i = a; i + 1 < argc; i += 2) {

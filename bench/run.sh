@@ -9,4 +9,9 @@ for b in "$BUILD"/bench/bench-*; do
     echo "== $(basename "$b")"
     "$b" || { echo "FAIL $(basename "$b") (exit $?)" >&2; status=1; }
 done
+for s in "$(dirname "$0")"/bench-*.sh; do
+    [ -f "$s" ] || continue
+    echo "== $(basename "$s")"
+    bash "$s" "$BUILD" || { echo "FAIL $(basename "$s")" >&2; status=1; }
+done
 exit $status

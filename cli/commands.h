@@ -15,5 +15,6 @@ int cmd_report(int argc, char **argv);
 int cmd_requant(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 
 #endif

@@ -2,10 +2,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analysis/metrics.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "kernels/blas.h"
 #include "kernels/dispatch.h"
+#include "kernels/startup.h"
 
 #define QP_VERSION "0.1.0"
 
@@ -25,8 +26,8 @@ static const struct {
                            "integer dump"},
     {"sensitivity", cmd_sensitivity, "quantize one layer at a time and rank "
                                      "the damage, with a hint per layer"},
-    {"recipe", cmd_recipe, "(not yet) search a mixed-precision recipe priced "
-                           "in bytes"},
+    {"recipe", cmd_recipe, "search a mixed-precision recipe priced in bytes, "
+                           "validated on held-out data"},
     {"sweep", cmd_sweep, "(not yet) evaluate a grid of schemes into one CSV"},
     {"report", cmd_report, "(not yet) plots and an HTML page from CSV files"},
     {"requant", cmd_requant, "device-exact requantization of int32 "
@@ -34,6 +35,7 @@ static const struct {
     {"kernel", cmd_kernel, "run one integer layer (conv, depthwise, fc) with "
                            "device conventions"},
     {"demo", cmd_demo, "the whole job on the bundled model"},
+    {"tokenize", cmd_tokenize, "text to token ids and back (HF tokenizer.json)"},
 };
 
 static void usage(FILE *f)
@@ -47,6 +49,11 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    struct qp_error err;
+    if (qp_kern_startup(argv, &err)) {
+        qp_cli_error("%s", err.msg);
+        return QP_EXIT_USAGE;
+    }
     if (argc < 2) {
         usage(stderr);
         return QP_EXIT_USAGE;
@@ -57,8 +64,8 @@ int main(int argc, char **argv)
         return QP_EXIT_OK;
     }
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-        printf("qprobe %s\n%s metrics=%s\n", QP_VERSION, qp_kern_describe(),
-               qp_metrics_variant());
+        printf("qprobe %s\n%s\n%s\n", QP_VERSION, qp_kern_describe(),
+               qp_blas_describe());
         return QP_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -14,18 +14,41 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#define MAX_WORKERS 255
+#define MAX_WORKERS (QP_PARALLEL_MAX_THREADS - 1)
+
+/* QP_THREADS: 0 when unset or empty, the count when it is a decimal
+ * integer in [1, QP_PARALLEL_MAX_THREADS], -1 otherwise. */
+static int env_threads(void)
+{
+    const char *e = getenv("QP_THREADS");
+    if (!e || !*e)
+        return 0;
+    long v = 0;
+    for (const char *p = e; *p; p++) {
+        if (*p < '0' || *p > '9' || v > QP_PARALLEL_MAX_THREADS)
+            return -1;
+        v = v * 10 + (*p - '0');
+    }
+    return v >= 1 && v <= QP_PARALLEL_MAX_THREADS ? (int)v : -1;
+}
 
 int qp_parallel_threads(void)
 {
-    const char *e = getenv("QP_THREADS");
-    if (e && *e) {
-        long v = strtol(e, NULL, 10);
-        if (v >= 1 && v <= MAX_WORKERS + 1)
-            return (int)v;
-    }
+    int v = env_threads();
+    if (v > 0)
+        return v;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? (int)(n > MAX_WORKERS + 1 ? MAX_WORKERS + 1 : n) : 1;
+}
+
+enum qp_status qp_parallel_check_env(struct qp_error *err)
+{
+    if (env_threads() >= 0)
+        return QP_OK;
+    return qp_fail(err, QP_E_INVAL, "QP_THREADS='%s' is not a thread count; "
+                   "use an integer from 1 to %d (or leave it unset: one "
+                   "thread per CPU)", getenv("QP_THREADS"),
+                   QP_PARALLEL_MAX_THREADS);
 }
 
 static struct {

@@ -1,7 +1,10 @@
 /* core/parallel.h: a minimal parallel-for over a persistent worker pool.
  *
- * The thread count is QP_THREADS from the environment when set (>= 1),
- * otherwise the number of online CPUs. Workers start on first use and
+ * The thread count is QP_THREADS from the environment when set (an
+ * integer from 1 to QP_PARALLEL_MAX_THREADS), otherwise the number of
+ * online CPUs (at most that many). Programs refuse other values at start
+ * (qp_parallel_check_env); library code that was not told treats them as
+ * unset. Workers start on first use and
  * sleep between calls. One call runs on the pool at a time; a nested or
  * concurrent call runs its shares on the calling thread. A child process
  * made by fork() starts with an empty pool of its own. */
@@ -10,8 +13,17 @@
 
 #include <stddef.h>
 
+#include "core/status.h"
+
+#define QP_PARALLEL_MAX_THREADS 256
+
 /* Number of threads parallel loops use. */
 int qp_parallel_threads(void);
+
+/* QP_E_INVAL naming QP_THREADS and what it takes when it is set to
+ * anything but an integer from 1 to QP_PARALLEL_MAX_THREADS (empty counts
+ * as unset). */
+enum qp_status qp_parallel_check_env(struct qp_error *err);
 
 /* Calls fn(ctx, t, nthreads) once for every t in [0, nthreads) on
  * nthreads threads (the caller's thread runs t = 0). Each call decides its

@@ -49,6 +49,12 @@ enum qp_status qp_add_s8_check(const struct qp_add_s8_params *p,
 void qp_add_s8_ref(const struct qp_add_s8_params *p, const void *x1,
                    const void *x2, size_t n, size_t n2, void *out);
 
+/* One input's rescaled value, S(m, shift, (x - zp) * 2^left_shift) in
+ * int32 arithmetic: the reference's step, shared by the prepared add's
+ * tables. */
+int32_t qp_add_s8_rescale(const struct qp_add_s8_params *p, int32_t x,
+                          int32_t zp, int32_t m, int32_t shift);
+
 /* A prepared add: each input's rescaled value S(m, s, (x - zp) <<
  * left_shift) depends on its byte alone, so it is looked up in a table of
  * 256 entries built with the reference's arithmetic; the int32 sum is then

@@ -9,7 +9,15 @@
 #include "kernels/blas.h"
 
 #include <cblas.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "core/parallel.h"
 
@@ -128,6 +136,136 @@ void qp_blas_sgemm(struct qp_pool *pool, bool trans_a, bool trans_b, size_t m,
     qp_pool_run(pool, gemm_part, &g, nt);
 }
 
+/* ---- the core OpenBLAS runs on -------------------------------------------- */
+
+/* OpenBLAS's x86-64 cores (driver/others/dynamic.c) by the newest
+ * instruction set their kernels use: 1 SSE, 2 AVX, 3 AVX2 + FMA, 4
+ * AVX-512. */
+static const struct {
+    const char *name;
+    int level;
+} cores[] = {
+    {"Katmai", 1}, {"Coppermine", 1}, {"Northwood", 1}, {"Prescott", 1},
+    {"Banias", 1}, {"Atom", 1}, {"Core2", 1}, {"Penryn", 1},
+    {"Dunnington", 1}, {"Nehalem", 1}, {"Athlon", 1}, {"Opteron", 1},
+    {"Opteron_SSE3", 1}, {"Barcelona", 1}, {"Nano", 1}, {"Bobcat", 1},
+    {"Sandybridge", 2}, {"Bulldozer", 2}, {"Piledriver", 2},
+    {"Steamroller", 2}, {"Haswell", 3}, {"Excavator", 3}, {"Zen", 3},
+    {"SkylakeX", 4}, {"Cooperlake", 4}, {"SapphireRapids", 4},
+};
+
+/* The level of a core name, 0 when unknown. */
+static int core_level(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof cores / sizeof cores[0]; i++)
+        if (!strcasecmp(name, cores[i].name))
+            return cores[i].level;
+    return 0;
+}
+
+bool qp_blas_core_outgrown(const char *lib_core, const char *want)
+{
+    int have = core_level(lib_core), need = core_level(want);
+    return have > 0 && need > have;
+}
+
+#if defined(__x86_64__)
+static bool cpu_is_amd(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return false;
+    /* "AuthenticAMD" / "HygonGenuine": ebx holds the first four bytes */
+    return !memcmp(&b, "Auth", 4) || !memcmp(&b, "Hygo", 4);
+}
+
+static int cpu_level(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512cd"))
+        return 4;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return 3;
+    return __builtin_cpu_supports("avx") ? 2 : 1;
+}
+#endif
+
+const char *qp_blas_wanted_core(void)
+{
+#if defined(__x86_64__)
+    switch (cpu_level()) {
+    case 4: return "SkylakeX";
+    case 3: return cpu_is_amd() ? "Zen" : "Haswell";
+    case 2: return "Sandybridge";
+    default: return NULL;
+    }
+#else
+    return NULL;
+#endif
+}
+
+size_t qp_blas_candidate_cores(const char **names, size_t max)
+{
+    size_t n = 0;
+#if defined(__x86_64__)
+    static const char *const by_level[] = {"SkylakeX", "Haswell", "Zen",
+                                           "Sandybridge"};
+    int level = cpu_level();
+    for (size_t i = 0; i < sizeof by_level / sizeof by_level[0] && n < max; i++)
+        if (core_level(by_level[i]) <= level)
+            names[n++] = by_level[i];
+#else
+    (void)names;
+    (void)max;
+#endif
+    return n;
+}
+
+const char *qp_blas_core(void)
+{
+    return openblas_get_corename();
+}
+
+void qp_blas_startup(char **argv)
+{
+    if (getenv("OPENBLAS_CORETYPE"))
+        return; /* the user's or the machine's (or ours, after the exec) */
+    const char *lib = getenv("QP_BLAS_ASSUME_CORE");
+    if (!lib || !*lib)
+        lib = openblas_get_corename();
+    const char *want = qp_blas_wanted_core();
+    if (!want || !strstr(openblas_get_config(), "DYNAMIC_ARCH") ||
+        !qp_blas_core_outgrown(lib, want))
+        return;
+    if (!setenv("QP_BLAS_REPLACED", lib, 1) &&
+        !setenv("OPENBLAS_CORETYPE", want, 1))
+        execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE"); /* no exec: the library's choice stays */
+    unsetenv("QP_BLAS_REPLACED");
+}
+
+static char description[512];
+static pthread_once_t describe_once = PTHREAD_ONCE_INIT;
+
+static void describe(void)
+{
+    const char *set = getenv("OPENBLAS_CORETYPE");
+    const char *replaced = getenv("QP_BLAS_REPLACED");
+    char why[160];
+    if (set && replaced)
+        snprintf(why, sizeof why, "OPENBLAS_CORETYPE=%s set by qprobe: "
+                 "OpenBLAS chose %s, older than this CPU", set, replaced);
+    else if (set)
+        snprintf(why, sizeof why, "OPENBLAS_CORETYPE=%s from the environment",
+                 set);
+    else
+        snprintf(why, sizeof why, "OpenBLAS's own choice for this CPU");
+    snprintf(description, sizeof description, "blas: %s; core %s (%s)",
+             openblas_get_config(), openblas_get_corename(), why);
+}
+
 int qp_blas_threads(void)
 {
     return qp_parallel_threads();
@@ -135,5 +273,6 @@ int qp_blas_threads(void)
 
 const char *qp_blas_describe(void)
 {
-    return openblas_get_config();
+    pthread_once(&describe_once, describe);
+    return description;
 }

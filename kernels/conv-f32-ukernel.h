@@ -3,8 +3,8 @@
  * kernels/x86/. Internal to kernels/.
  *
  * A variant computes whole convolutions it supports, directly from the
- * NCHW tensors (no im2col): the same sums as the reference
- * (kernels/ref/conv-f32.c) in another order and with fused multiply-adds,
+ * NCHW tensors (no im2col): the same sums as the GEMM path
+ * (kernels/conv-f32-gemm.c) in another order and with fused multiply-adds,
  * so results differ from it by rounding only (tests bound the
  * difference). */
 #ifndef QP_KERNELS_CONV_F32_UKERNEL_H

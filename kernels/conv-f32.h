@@ -9,17 +9,18 @@
  *
  * Conv: x [N, IC, in...], w [OC, IC/groups, kernel...], bias [OC] or NULL,
  * y [N, OC, out...]; out = (in + pads - dilation*(kernel-1) - 1)/stride + 1
- * as computed by the caller. The reference (qp_conv_f32_ref) runs a
- * direct loop for depthwise (IC/groups == 1), a plain GEMM for 1x1/stride
- * 1/no pad, otherwise im2col in column tiles and GEMM (OpenBLAS through
- * kernels/blas.h). qp_conv_f32 runs the SIMD variant the dispatch table
- * chose (kernels/conv-f32-ukernel.h: direct convolution, no im2col) when
- * it supports the geometry, else the reference; the two differ by
- * rounding only.
+ * as computed by the caller. The portable path (qp_conv_f32_gemm,
+ * kernels/conv-f32-gemm.c) runs a direct loop for depthwise (IC/groups ==
+ * 1), a plain GEMM for 1x1/stride 1/no pad, otherwise im2col in column
+ * tiles and GEMM (OpenBLAS through kernels/blas.h). qp_conv_f32 runs the
+ * SIMD variant the dispatch table chose (kernels/conv-f32-ukernel.h:
+ * direct convolution, no im2col) when it supports the geometry, else the
+ * GEMM path; the two differ by rounding only (both are checked against
+ * naive loops in double, tests/unit/test-conv-f32.c).
  *
  * ConvTranspose: x [N, IC, in...], w [IC, OC/groups, kernel...], y [N, OC,
  * out...] with out as the caller computed (output_padding and output_shape
- * included): the reference runs a GEMM into columns then col2im
+ * included): the GEMM path runs a GEMM into columns then col2im
  * accumulation; a SIMD variant may take the geometries it supports
  * (kernel equal to stride, no padding: every output a single sum).
  *
@@ -69,15 +70,15 @@ void qp_conv_f32(struct qp_pool *pool, const struct qp_conv_nd *g,
                  const float *x, const float *w, const float *bias, float *y,
                  float *scratch, const struct qp_conv_epilogue *epi);
 
-/* The reference alone (what qp_conv_f32 does without a SIMD variant),
+/* The GEMM path alone (what qp_conv_f32 does without a SIMD variant),
  * with its own scratch size. */
-size_t qp_conv_f32_ref_scratch_size(const struct qp_conv_nd *g);
-void qp_conv_f32_ref(struct qp_pool *pool, const struct qp_conv_nd *g,
+size_t qp_conv_f32_gemm_scratch_size(const struct qp_conv_nd *g);
+void qp_conv_f32_gemm(struct qp_pool *pool, const struct qp_conv_nd *g,
                      const float *x, const float *w, const float *bias,
                      float *y, float *scratch,
                      const struct qp_conv_epilogue *epi);
 
-/* The variant qp_conv_f32 runs for g: "ref", "avx512", ... (static). */
+/* The variant qp_conv_f32 runs for g: "gemm", "avx512", ... (static). */
 const char *qp_conv_f32_path(const struct qp_conv_nd *g);
 
 size_t qp_conv_transpose_f32_scratch_size(const struct qp_conv_nd *g);
@@ -87,9 +88,9 @@ void qp_conv_transpose_f32(struct qp_pool *pool,
                            const float *w, const float *bias, float *y,
                            float *scratch, const struct qp_conv_epilogue *epi);
 
-/* The reference alone, as for qp_conv_f32_ref. */
-size_t qp_conv_transpose_f32_ref_scratch_size(const struct qp_conv_nd *g);
-void qp_conv_transpose_f32_ref(struct qp_pool *pool,
+/* The GEMM path alone, as for qp_conv_f32_gemm. */
+size_t qp_conv_transpose_f32_gemm_scratch_size(const struct qp_conv_nd *g);
+void qp_conv_transpose_f32_gemm(struct qp_pool *pool,
                                const struct qp_conv_nd *g, const float *x,
                                const float *w, const float *bias, float *y,
                                float *scratch,

@@ -45,35 +45,6 @@ static char *align_ptr(void *p)
     return (char *)(((uintptr_t)p + ALIGN - 1) & ~(uintptr_t)(ALIGN - 1));
 }
 
-enum qp_status qp_conv_geom_out(const struct qp_conv_geom *g, const char *what,
-                                size_t *out_h, size_t *out_w,
-                                struct qp_error *err)
-{
-    if (!g->in_h || !g->in_w || !g->kernel_h || !g->kernel_w)
-        return qp_fail(err, QP_E_INVAL, "%s: input %zux%zu and kernel %zux%zu "
-                       "must not be empty", what, g->in_h, g->in_w,
-                       g->kernel_h, g->kernel_w);
-    if (!g->stride_h || !g->stride_w || !g->dilation_h || !g->dilation_w)
-        return qp_fail(err, QP_E_INVAL, "%s: stride %zu,%zu and dilation "
-                       "%zu,%zu must be >= 1", what, g->stride_h, g->stride_w,
-                       g->dilation_h, g->dilation_w);
-    size_t eh, ew, ph, pw;
-    if (qp_size_mul(g->dilation_h, g->kernel_h - 1, &eh) ||
-        qp_size_mul(g->dilation_w, g->kernel_w - 1, &ew) ||
-        qp_size_add(g->in_h, g->pad_top, &ph) ||
-        qp_size_add(ph, g->pad_bottom, &ph) ||
-        qp_size_add(g->in_w, g->pad_left, &pw) ||
-        qp_size_add(pw, g->pad_right, &pw))
-        return qp_fail(err, QP_E_OVERFLOW, "%s: padded size overflows", what);
-    if (eh + 1 > ph || ew + 1 > pw)
-        return qp_fail(err, QP_E_INVAL, "%s: dilated kernel %zux%zu is larger "
-                       "than the padded input %zux%zu", what, eh + 1, ew + 1,
-                       ph, pw);
-    *out_h = (ph - eh - 1) / g->stride_h + 1;
-    *out_w = (pw - ew - 1) / g->stride_w + 1;
-    return QP_OK;
-}
-
 void qp_conv_s8_release(struct qp_conv_s8 *c)
 {
     if (c->gemm)

@@ -1,5 +1,5 @@
-/* kernels/dispatch.c: the table of kernel variants, filled once from the
- * CPU's features and QP_KERNELS (kernels/dispatch.h). */
+/* kernels/dispatch.c: the table of kernel variants of every family, filled
+ * once from the CPU's features and QP_KERNELS (kernels/dispatch.h). */
 #include "kernels/dispatch.h"
 
 #include <pthread.h>
@@ -15,7 +15,7 @@
 #include "kernels/eltwise-f32.h"
 #include "kernels/gemm-s8-ukernel.h"
 #include "kernels/lut-s8.h"
-#include "kernels/quantize-act.h"
+#include "kernels/metrics-f32.h"
 #include "kernels/requant.h"
 
 #if defined(__aarch64__)
@@ -84,16 +84,36 @@ bool qp_kern_isa_available(enum qp_kern_isa isa)
     }
 }
 
-/* QP_KERNELS: "ref", or the newest instruction set allowed. */
-static enum qp_kern_isa env_cap(void)
+/* True for the instruction sets of this architecture (QP_KERNELS may name
+ * them). */
+static bool isa_of_this_arch(enum qp_kern_isa isa)
+{
+#if defined(__x86_64__)
+    return isa >= QP_KERN_AVX2 && isa <= QP_KERN_AVX512VNNI;
+#elif defined(__aarch64__)
+    return isa == QP_KERN_NEON || isa == QP_KERN_NEONDOT;
+#else
+    (void)isa;
+    return false;
+#endif
+}
+
+/* QP_KERNELS: false when it names nothing this architecture has; else
+ * *cap is QP_KERN_REF, the newest instruction set allowed, or
+ * QP_KERN_ISA_COUNT for no cap (unset, empty or "auto"). */
+static bool env_cap(enum qp_kern_isa *cap)
 {
     const char *e = getenv("QP_KERNELS");
-    if (!e || !*e)
-        return QP_KERN_ISA_COUNT;
+    *cap = QP_KERN_ISA_COUNT;
+    if (!e || !*e || !strcmp(e, isa_names[QP_KERN_AUTO]))
+        return true;
     for (int i = QP_KERN_REF; i < QP_KERN_ISA_COUNT; i++)
-        if (!strcmp(e, isa_names[i]))
-            return (enum qp_kern_isa)i;
-    return QP_KERN_ISA_COUNT;
+        if (!strcmp(e, isa_names[i]) &&
+            (i == QP_KERN_REF || isa_of_this_arch((enum qp_kern_isa)i))) {
+            *cap = (enum qp_kern_isa)i;
+            return true;
+        }
+    return false;
 }
 
 bool qp_kern_isa_allowed(enum qp_kern_isa isa)
@@ -102,7 +122,8 @@ bool qp_kern_isa_allowed(enum qp_kern_isa isa)
         return false;
     if (isa == QP_KERN_AUTO || isa == QP_KERN_REF)
         return true;
-    enum qp_kern_isa cap = env_cap();
+    enum qp_kern_isa cap;
+    env_cap(&cap);
     if (cap == QP_KERN_REF)
         return false;
     /* x86 sets are ordered; AVX-VNNI sits beside AVX-512, not under it */
@@ -194,10 +215,48 @@ static const enum qp_kern_isa preference[] = {
     QP_KERN_AVX512VNNI, QP_KERN_AVXVNNI, QP_KERN_AVX512, QP_KERN_AVX2,
 };
 
+/* The best requantization rows allowed, and the activation quantizer's
+ * (x86 rows only: the reference elsewhere). */
+static enum qp_rq_isa rq_choice(void)
+{
+    for (int i = QP_RQ_ISA_COUNT - 1; i > QP_RQ_ISA_REF; i--)
+        if (qp_rq_isa_allowed((enum qp_rq_isa)i))
+            return (enum qp_rq_isa)i;
+    return QP_RQ_ISA_REF;
+}
+
+static enum qp_rq_isa qa_choice(enum qp_rq_isa rq)
+{
+    return rq == QP_RQ_ISA_AVX512 || rq == QP_RQ_ISA_AVX2 ? rq : QP_RQ_ISA_REF;
+}
+
+static const struct qp_lut8_variant *lut8_choice(void)
+{
+#if defined(__x86_64__)
+    if (qp_lut8_variant_runs(&qp_lut8_vbmi) &&
+        qp_kern_isa_allowed(qp_lut8_vbmi.isa))
+        return &qp_lut8_vbmi;
+#endif
+    return NULL;
+}
+
+static const struct qp_metrics_f32_variant *metrics_choice(void)
+{
+#if defined(__x86_64__)
+    const struct qp_metrics_f32_variant *const best[] = {
+        &qp_metrics_f32_avx512, &qp_metrics_f32_avx2};
+    for (size_t i = 0; i < sizeof best / sizeof best[0]; i++)
+        if (qp_kern_isa_allowed(best[i]->isa))
+            return best[i];
+#endif
+    return NULL;
+}
+
 static struct qp_kern_table table;
-static char describe[256];
+static char describe[320];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* Must not call qp_kern_table (pthread_once does not nest). */
 static void fill(void)
 {
     /* the first allowed set in order of preference; a family's variant
@@ -215,14 +274,20 @@ static void fill(void)
     for (size_t i = 0; i < n && !table.conv_f32; i++)
         if (qp_kern_isa_allowed(preference[i]))
             table.conv_f32 = conv_f32_variant(preference[i]);
+    table.requant = rq_choice();
+    table.quantize_act = qa_choice(table.requant);
+    table.lut8 = lut8_choice();
+    table.metrics_f32 = metrics_choice();
     snprintf(describe, sizeof describe,
              "kernels: gemm-s8=%s depthwise-s8=%s requant=%s "
-             "quantize-act=%s lut8=%s eltwise-f32=%s conv-f32=%s",
+             "quantize-act=%s lut8=%s eltwise-f32=%s conv-f32=%s metrics=%s",
              table.gemm_s8 ? table.gemm_s8->name : "ref",
              table.depthwise_s8 ? table.depthwise_s8->name : "ref",
-             qp_rq_variant(), qp_qa_variant(), qp_lut8_variant(),
+             qp_rq_isa_name(table.requant), qp_rq_isa_name(table.quantize_act),
+             table.lut8 ? table.lut8->name : "ref",
              table.eltwise_f32 ? table.eltwise_f32->name : "ref",
-             table.conv_f32 ? table.conv_f32->name : "ref");
+             table.conv_f32 ? table.conv_f32->name : "gemm",
+             table.metrics_f32 ? table.metrics_f32->name : "ref");
 }
 
 const struct qp_kern_table *qp_kern_table(void)
@@ -253,4 +318,22 @@ const char *qp_kern_describe(void)
 {
     qp_kern_table();
     return describe;
+}
+
+enum qp_status qp_kern_init(struct qp_error *err)
+{
+    enum qp_kern_isa cap;
+    bool ok = env_cap(&cap);
+    qp_kern_table();
+    if (ok)
+        return QP_OK;
+    char names[128] = "ref, auto";
+    for (int i = QP_KERN_REF + 1; i < QP_KERN_ISA_COUNT; i++)
+        if (isa_of_this_arch((enum qp_kern_isa)i)) {
+            size_t len = strlen(names);
+            snprintf(names + len, sizeof names - len, ", %s", isa_names[i]);
+        }
+    return qp_fail(err, QP_E_INVAL, "QP_KERNELS='%s' is not a kernel choice "
+                   "of this machine; use one of: %s", getenv("QP_KERNELS"),
+                   names);
 }

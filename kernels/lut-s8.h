@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/dispatch.h"
+
 /* y[i] = table[x[i]] for i < n; y may be x. */
 void qp_lut8_apply(const uint8_t table[256], const uint8_t *x, size_t n,
                    uint8_t *y);
@@ -25,5 +27,21 @@ bool qp_lut8_apply_variant(const char *name, const uint8_t table[256],
 
 /* "ref" or "avx512-vbmi": the variant qp_lut8_apply uses. */
 const char *qp_lut8_variant(void);
+
+/* A SIMD variant, for the dispatch table (kernels/dispatch.c): it needs
+ * the instruction set isa and, when supported is not NULL, what that
+ * function checks. */
+struct qp_lut8_variant {
+    const char *name;
+    enum qp_kern_isa isa;
+    bool (*supported)(void);
+    void (*apply)(const uint8_t *table, const uint8_t *x, size_t n,
+                  uint8_t *y);
+};
+#if defined(__x86_64__)
+extern const struct qp_lut8_variant qp_lut8_vbmi; /* AVX-512 VBMI */
+#endif
+/* True when this CPU runs v (QP_KERNELS not consulted). */
+bool qp_lut8_variant_runs(const struct qp_lut8_variant *v);
 
 #endif

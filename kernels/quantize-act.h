@@ -76,8 +76,9 @@ enum qp_status qp_qa_dequantize(const void *q, enum qp_dtype dtype,
  * bit on every variant), computed as: y = x / s or x * (1 / s) in float32;
  * NaN becomes qmin - zp; clamp to [qmin - zp, qmax - zp] in float; round
  * (half to even, or half away from zero for tflite); + zp. The variant is
- * chosen once like requantization's (kernels/requant.h: AVX-512, AVX2 or
- * the reference; QP_KERNELS=ref forces the reference). Parameters are not
+ * the dispatch table's (kernels/dispatch.h: requantization's instruction
+ * set when it has rows here, AVX-512 or AVX2, else the reference;
+ * QP_KERNELS=ref forces the reference). Parameters are not
  * checked here (qp_qa_quantize checks them): scale finite and > 0,
  * qmin <= zp <= qmax inside out_dtype's range. */
 

@@ -23,7 +23,7 @@
  *   tflite-int64-single same arithmetic as tflite-int64-double (the TFLite
  *                       builds differ only in QuantizeMultiplier)
  *   cmsis-nn-double     as tflite-double, SRDHM without saturation
- *   cmsis-nn-single     as tflite-single, intermediate truncated to 32 bits
+ *   cmsis-nn-single     the same value as tflite-single for every input
  *   cmsis-nn-s64        as tflite-int64, intermediate truncated to 32 bits
  *   gemmlowp            as tflite-double, left shift saturating
  *   xnnpack-fp32        float(x) * scale (float32), clamp, round half even
@@ -290,7 +290,7 @@ enum qp_status qp_rq_activation_range(enum qp_rq_act a, float out_scale,
                                       int32_t qmax, int32_t *act_min,
                                       int32_t *act_max, struct qp_error *err);
 
-/* ---- variants (kernels/ref/requant-dispatch.c) ---- */
+/* ---- variants (kernels/requant.c) ---- */
 
 enum qp_rq_isa {
     QP_RQ_ISA_REF = 0,
@@ -303,8 +303,10 @@ enum qp_rq_isa {
 const char *qp_rq_isa_name(enum qp_rq_isa isa);
 /* Whether this build and CPU can run isa. */
 bool qp_rq_isa_available(enum qp_rq_isa isa);
-/* The variant qp_rq_apply_i32/_plane use: the best available, or "ref"
- * when QP_KERNELS=ref is set. Chosen once. Static storage. */
+/* Available, and allowed by QP_KERNELS (kernels/dispatch.h). */
+bool qp_rq_isa_allowed(enum qp_rq_isa isa);
+/* The variant qp_rq_apply_i32/_plane use: the dispatch table's choice,
+ * the best allowed. Static storage. */
 const char *qp_rq_variant(void);
 /* Whether isa has a SIMD path for flavor f (else it runs the reference). */
 bool qp_rq_isa_covers(enum qp_rq_isa isa, enum qp_rq_flavor f);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/infer.h"
+#include "quant/rtn.h"
 #include "model/inputs.h"
 #include "model/onnx-import.h"
 #include "model/qdq.h"
@@ -81,6 +82,26 @@ enum qp_status qp_session_node_macs(const struct qp_session *s,
     free(in);
     free(d);
     free(known);
+    return st;
+}
+
+enum qp_status qp_session_weight_bytes(struct qp_session *s, int node,
+                                       const struct qp_wscheme *ws, size_t *out,
+                                       struct qp_error *err)
+{
+    enum qp_wlayout layout;
+    if (!qp_node_weighted(s->g, node, &layout))
+        return qp_fail(err, QP_E_INVAL, "node %d has no weight", node);
+    int wv = s->g->nodes[node].in[1];
+    if (!ws) {
+        *out = qp_tensor_numel(s->g->values[wv].konst) * 4;
+        return QP_OK;
+    }
+    struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, layout};
+    const struct qp_wquant *wq;
+    enum qp_status st = qp_wcache_get(s->wc, s->g, wv, ws, &o, false, &wq, err);
+    if (!st)
+        *out = qp_rtn_bytes(wq->q);
     return st;
 }
 

@@ -195,6 +195,13 @@ enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
 
 struct qp_session_stats qp_session_stats(const struct qp_session *s);
 
+/* The bytes weighted node `node`'s weight takes at scheme ws (qp_rtn_bytes
+ * of its quantized form, from the session's weight cache), or in fp32 when
+ * ws is NULL. */
+enum qp_status qp_session_weight_bytes(struct qp_session *s, int node,
+                                       const struct qp_wscheme *ws, size_t *out,
+                                       struct qp_error *err);
+
 /* Multiply-accumulates of every node (macs[g->n_nodes]) for inputs shaped
  * like feed (model/infer.h); 0 where unknown or not counted. */
 enum qp_status qp_session_node_macs(const struct qp_session *s,

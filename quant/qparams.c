@@ -68,13 +68,12 @@ static double round_d(double v, enum qp_round r)
     return t;
 }
 
-/* The float nearest to s, kept in [FLT_MIN, FLT_MAX]; 0 becomes 1. */
+/* The float nearest to s, at most FLT_MAX; below QP_SCALE_MIN (0
+ * included: a negligible range, see qparams.h) 1. */
 static float safe_scale(double s)
 {
-    if (s == 0)
+    if (s < QP_SCALE_MIN)
         return 1.0f;
-    if (s < FLT_MIN)
-        return FLT_MIN;
     if (s > FLT_MAX)
         return FLT_MAX;
     return (float)s;

@@ -10,9 +10,17 @@
  *               (lo' = min(lo, 0), hi' = max(hi, 0)), s = (hi' - lo') / qmax,
  *               z = clamp(qmin - round(lo' / s), qmin, qmax)
  *
- * Scales are computed in double and rounded once to float. A range of zero
- * width (all-zero tensor) gives s = 1; any other range gives at least
- * FLT_MIN, so a scale is never zero, NaN or infinite.
+ * Scales are computed in double and rounded once to float. A range whose
+ * closed-form scale is below QP_SCALE_MIN = 2^-32 is negligible: an
+ * all-zero or all-denormal channel, or one decayed to |x| < qmax * 2^-32
+ * (3e-8 for 8 bits; trained models have such channels). It gets s = 1 (z
+ * as for the range [0, 0]): its elements quantize to the zero point, a
+ * bias on the grid in_scale * s keeps the input's resolution, and the
+ * requantization scale in_scale * s / out_scale stays in every flavor's
+ * range, where a scale near 2^-32 or below would be flushed to a zero
+ * multiplier by TFLite (the channel's bias lost) and refused by XNNPACK
+ * (below 2^-32 for rndnu, denormal products for fp32). Every scale is so
+ * in [2^-32, FLT_MAX] or 1: never zero, denormal, NaN or infinite.
  *
  * Geometry. A tensor is viewed as [outer, dim, inner] around its
  * quantization axis. Per-channel uses the output axis, group-wise blocks of
@@ -75,6 +83,10 @@ void qp_qformat_range(const struct qp_qformat *f, int32_t *qmin, int32_t *qmax);
 /* Storage dtype: signed (symmetric) or unsigned (asymmetric); 2, 3 and 4
  * bits packed, 5..8 bits in a byte, 16 bits in two. */
 enum qp_dtype qp_qformat_dtype(const struct qp_qformat *f);
+
+/* The smallest scale qp_qparams_from_range gives a non-negligible range
+ * (above). */
+#define QP_SCALE_MIN 0x1p-32
 
 /* Scale and zero point for the real range [lo, hi] (lo <= hi, finite),
  * by the closed forms above; rounding r is used for the zero point. */

@@ -7,6 +7,7 @@ set -eu
 PKGS="build-essential pkg-config curl ca-certificates
 libopenblas-dev liblapacke-dev libhdf5-dev hdf5-tools libcjson-dev libcsv-dev
 libzip-dev zlib1g-dev gnuplot-nox
+libpcre2-dev libutf8proc-dev
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
 libgemmlowp-dev libxnnpack-dev libpthreadpool-dev
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user

@@ -9,6 +9,7 @@
 
 #include "core/fileio.h"
 #include "core/outfile.h"
+#include "kernels/startup.h"
 
 struct entry {
     const char *name, *file;
@@ -86,6 +87,15 @@ const char *qp_test_shared_dir(void)
     return NULL;
 }
 
+const char *qp_test_golden_dir(void)
+{
+    static char path[512];
+    const char *root = getenv("QP_ROOT");
+    snprintf(path, sizeof path, "%s%stests/golden", root ? root : "",
+             root ? "/" : "");
+    return qp_is_dir(path) ? path : NULL;
+}
+
 static bool selected(const char *name, int argc, char **argv)
 {
     if (argc < 2)
@@ -98,6 +108,11 @@ static bool selected(const char *name, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    struct qp_error err;
+    if (qp_kern_startup(argv, &err)) {
+        fprintf(stderr, "qprobe-test: %s\n", err.msg);
+        return 2;
+    }
     int passed = 0, failed = 0;
     for (size_t i = 0; i < ntests; i++) {
         if (!selected(tests[i].name, argc, argv))

@@ -33,6 +33,10 @@ bool qp_test_write_file(const char *path, const void *data, size_t len);
 /* The shared folder holding golden/ (QP_SHARED, ../shared, /work/shared);
  * NULL when none exists. */
 const char *qp_test_shared_dir(void);
+/* The project's own golden folder, tests/golden (QP_ROOT/tests/golden, or
+ * relative to the current directory: tests run from the repository root);
+ * NULL when it is not found. */
+const char *qp_test_golden_dir(void);
 
 #define QP_TEST(fn)                                                            \
     static void fn(struct qp_test_ctx *ctx);                                   \

@@ -68,25 +68,17 @@ INLINE int32x4_t scale_double(int32x4_t x, int32x4_t m, int32x4_t sh,
 
 /* tflite-single and cmsis-nn-single (scale_single in the reference):
  * 64-bit products; total = 31 - shift in [1, 62]. */
-INLINE int32x4_t scale_single(int32x4_t x, int32x4_t m, int32x4_t sh,
-                              bool cmsis)
+INLINE int32x4_t scale_single(int32x4_t x, int32x4_t m, int32x4_t sh)
 {
     int64x2_t plo = vmull_s32(vget_low_s32(x), vget_low_s32(m));
     int64x2_t phi = vmull_high_s32(x, m);
-    /* -(total), or -(total - 1) for CMSIS-NN's truncating first step */
-    int32x4_t n = vsubq_s32(sh, vdupq_n_s32(cmsis ? 30 : 31));
+    int32x4_t n = vsubq_s32(sh, vdupq_n_s32(31)); /* -(total) */
     int64x2_t nlo = vmovl_s32(vget_low_s32(n)), nhi = vmovl_high_s32(n);
-    if (!cmsis) {
-        /* SRSHL: (p + 2^(total-1)) >> total, computed without overflow
-         * like the reference's int64 sum (|p| <= 2^62); XTN narrows mod
-         * 2^32 like its static_cast */
-        return vmovn_high_s64(vmovn_s64(vrshlq_s64(plo, nlo)),
-                              vrshlq_s64(phi, nhi));
-    }
-    /* (int32)(p >> (total - 1)), then (r + 1) >> 1 in int32 (wrapping) */
-    int32x4_t r = vmovn_high_s64(vmovn_s64(vshlq_s64(plo, nlo)),
-                                 vshlq_s64(phi, nhi));
-    return vshrq_n_s32(add_wrap(r, vdupq_n_s32(1)), 1);
+    /* SRSHL: (p + 2^(total-1)) >> total, computed without overflow like
+     * the reference's int64 sum (|p| <= 2^62); XTN narrows mod 2^32 like
+     * its final narrowing */
+    return vmovn_high_s64(vmovn_s64(vrshlq_s64(plo, nlo)),
+                          vrshlq_s64(phi, nhi));
 }
 
 /* xnnpack-rndnu (scale_rndnu in the reference), the instructions

@@ -2,9 +2,7 @@
  * (kernels/add-s8.h). */
 #include "kernels/add-s8.h"
 
-#include <string.h>
-
-#include "kernels/kern-util.h"
+#include "kernels/ref/ref-util.h"
 
 enum qp_status qp_add_s8_check(const struct qp_add_s8_params *p,
                                struct qp_error *err)
@@ -38,10 +36,8 @@ enum qp_status qp_add_s8_check(const struct qp_add_s8_params *p,
     return QP_OK;
 }
 
-/* One input's rescaled value: S(m, s, (x - zp) * 2^left_shift), int32
- * arithmetic. */
-static int32_t rescale(const struct qp_add_s8_params *p, int32_t x, int32_t zp,
-                       int32_t m, int32_t shift)
+int32_t qp_add_s8_rescale(const struct qp_add_s8_params *p, int32_t x,
+                          int32_t zp, int32_t m, int32_t shift)
 {
     uint32_t a = ((uint32_t)x - (uint32_t)zp) << p->left_shift;
     return qp_rq_scale_fixed(p->flavor, (int32_t)a, m, shift);
@@ -51,10 +47,12 @@ void qp_add_s8_ref(const struct qp_add_s8_params *p, const void *x1,
                    const void *x2, size_t n, size_t n2, void *out)
 {
     for (size_t i = 0; i < n; i++) {
-        int32_t v1 = rescale(p, qp_kern_load8(p->dtype, x1, i), p->zero_point1,
-                             p->multiplier1, p->shift1);
-        int32_t v2 = rescale(p, qp_kern_load8(p->dtype, x2, i % n2),
-                             p->zero_point2, p->multiplier2, p->shift2);
+        int32_t v1 = qp_add_s8_rescale(p, qp_kern_load8(p->dtype, x1, i),
+                                       p->zero_point1, p->multiplier1,
+                                       p->shift1);
+        int32_t v2 = qp_add_s8_rescale(p, qp_kern_load8(p->dtype, x2, i % n2),
+                                       p->zero_point2, p->multiplier2,
+                                       p->shift2);
         int32_t sum = (int32_t)((uint32_t)v1 + (uint32_t)v2);
         int32_t o = qp_rq_scale_fixed(p->flavor, sum, p->out_multiplier,
                                       p->out_shift);
@@ -64,52 +62,5 @@ void qp_add_s8_ref(const struct qp_add_s8_params *p, const void *x1,
             ((int8_t *)out)[i] = (int8_t)o;
         else
             ((uint8_t *)out)[i] = (uint8_t)o;
-    }
-}
-
-void qp_add_s8_release(struct qp_add_s8 *a)
-{
-    qp_rq_release(&a->rq);
-    memset(a, 0, sizeof *a);
-}
-
-enum qp_status qp_add_s8_prepare(struct qp_add_s8 *a,
-                                 const struct qp_add_s8_params *p,
-                                 struct qp_error *err)
-{
-    memset(a, 0, sizeof *a);
-    enum qp_status st = qp_add_s8_check(p, err);
-    if (!st)
-        st = qp_rq_prepare_fixed(&a->rq, p->flavor, &p->out_multiplier,
-                                 &p->out_shift, 1, p->out_zero_point, p->dtype,
-                                 p->act_min, p->act_max, err);
-    if (st)
-        return st;
-    a->p = *p;
-    for (int b = 0; b < 256; b++) {
-        uint8_t byte = (uint8_t)b;
-        int32_t x = qp_kern_load8(p->dtype, &byte, 0);
-        a->t1[b] = rescale(p, x, p->zero_point1, p->multiplier1, p->shift1);
-        a->t2[b] = rescale(p, x, p->zero_point2, p->multiplier2, p->shift2);
-    }
-    return QP_OK;
-}
-
-void qp_add_s8_run(const struct qp_add_s8 *a, const void *x1, const void *x2,
-                   size_t n, size_t n2, void *out)
-{
-    const uint8_t *u1 = x1, *u2 = x2;
-    int32_t sum[256];
-    for (size_t i0 = 0; i0 < n; i0 += 256) {
-        size_t m = n - i0 < 256 ? n - i0 : 256;
-        if (n2 == n)
-            for (size_t i = 0; i < m; i++)
-                sum[i] = (int32_t)((uint32_t)a->t1[u1[i0 + i]] +
-                                   (uint32_t)a->t2[u2[i0 + i]]);
-        else
-            for (size_t i = 0; i < m; i++)
-                sum[i] = (int32_t)((uint32_t)a->t1[u1[i0 + i]] +
-                                   (uint32_t)a->t2[u2[(i0 + i) % n2]]);
-        qp_rq_apply_i32(&a->rq, sum, 1, m, (uint8_t *)out + i0);
     }
 }

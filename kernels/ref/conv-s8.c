@@ -3,7 +3,7 @@
  * One loop nest serves both layouts: only the index arithmetic differs.
  * Sums are modulo 2^32, in uint32_t. */
 #include "kernels/conv-s8.h"
-#include "kernels/kern-util.h"
+#include "kernels/ref/ref-util.h"
 
 /* Element offsets of the three tensors for one layout. */
 struct conv_index {

@@ -3,7 +3,7 @@
  * NHWC input, [1,KH,KW,OC] filter, output channel ic*dm + m. Sums are
  * modulo 2^32, in uint32_t. */
 #include "kernels/depthwise-s8.h"
-#include "kernels/kern-util.h"
+#include "kernels/ref/ref-util.h"
 
 /* acc = bias[oc] + sum over the taps inside the image of
  * (in[..][oc / dm] - in_zp) * (f[0][ky][kx][oc] - f_zp[oc]) */

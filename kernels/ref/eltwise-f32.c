@@ -2,7 +2,7 @@
  * (kernels/eltwise-f32.h) and the double forms of the unary functions. */
 #include <math.h>
 
-#include "kernels/dispatch.h"
+#include "kernels/eltwise-f32.h"
 
 #define EW_VARIANT qp_ew_f32_ref
 #define EW_NAME "ref"
@@ -35,10 +35,4 @@ double qp_ew_unary_f64(enum qp_ew_unary op, float alpha, float beta, double x)
     case QP_EW_UNARY_COUNT: break;
     }
     return x;
-}
-
-const struct qp_ew_f32 *qp_ew_f32(void)
-{
-    const struct qp_ew_f32 *v = qp_kern_table()->eltwise_f32;
-    return v ? v : &qp_ew_f32_ref;
 }

@@ -8,7 +8,7 @@
  * Sums are modulo 2^32: they are computed in uint32_t, where wrap-around
  * is defined, and read back as two's complement int32. */
 #include "kernels/gemm-s8.h"
-#include "kernels/kern-util.h"
+#include "kernels/ref/ref-util.h"
 
 void qp_gemm_s8_ref(const struct qp_gemm_s8_params *p, const void *b,
                     size_t ldb, const void *a, size_t m, size_t lda, void *c,

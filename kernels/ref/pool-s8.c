@@ -2,7 +2,7 @@
  * reference (kernels/pool-s8.h). */
 #include "kernels/pool-s8.h"
 
-#include "kernels/kern-util.h"
+#include "kernels/ref/ref-util.h"
 
 static int32_t load(enum qp_dtype dt, const void *p, size_t i)
 {

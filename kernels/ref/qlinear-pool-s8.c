@@ -4,9 +4,9 @@
 
 #include <math.h>
 
-#include "kernels/kern-util.h"
+#include "kernels/ref/ref-util.h"
+#include "kernels/ref/requant-impl.h"
 #include "kernels/ref/round-impl.h"
-#include "kernels/requant.h"
 
 #if FLT_EVAL_METHOD != 0
 #error "qlinear-pool: float arithmetic must be evaluated in its own type"
@@ -42,7 +42,7 @@ enum qp_status qp_qlin_gavgpool_ref(enum qp_dtype dt, const void *x,
                 sum += (uint32_t)qp_kern_load8(dt, x, (p0 + k) * count + i);
             acc[k] = (int32_t)sum;
         }
-        qp_rq_apply_i32(&rq, acc, 1, m, (uint8_t *)y + p0);
+        qp_rq_row_ref(&rq, 0, false, acc, m, (uint8_t *)y + p0);
     }
     qp_rq_release(&rq);
     return QP_OK;

@@ -6,10 +6,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels/kern-util.h"
 #include "kernels/quantize-act.h"
+#include "kernels/ref/ref-util.h"
 #include "kernels/ref/round-impl.h"
-#include "kernels/requant.h"
 
 #if FLT_EVAL_METHOD != 0
 #error "qlinear: float arithmetic must be evaluated in its own type"

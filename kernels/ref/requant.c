@@ -132,34 +132,29 @@ static inline int32_t scale_double(int32_t x, int32_t m, int32_t shift,
     return div_pot(h, right, t);
 }
 
-/* tflite-single and cmsis-nn-single: one rounding of x * M / 2^(31-shift).
- * shift in [-31, 30] so total = 31 - shift is in [1, 62]; |x * M| <= 2^62
- * and the rounding term <= 2^61, so the int64 sum cannot overflow. */
+/* tflite-single and cmsis-nn-single: one rounding of x * M / 2^(31-shift),
+ * half up. shift in [-31, 30] so total = 31 - shift is in [1, 62]; |x * M|
+ * <= 2^62 and the rounding term <= 2^61, so the int64 sum cannot overflow.
+ * TFLite adds 2^(total-1) and shifts by total; CMSIS-NN's
+ * arm_nn_requantize shifts by total - 1, adds 1 and shifts by 1, all in
+ * int64 (floor(floor(p / 2^(t-1)) + 1) / 2) = floor((p + 2^(t-1)) / 2^t)):
+ * the same value for every input. Both narrow the int64 result to int32
+ * only at the end (TFLite DCHECKs that it fits, CMSIS-NN does not check;
+ * release builds wrap modulo 2^32). tests/golden/requant-extremes/ holds
+ * both runtimes' values on the int32 extremes. */
 static inline int32_t scale_single(int32_t x, int32_t m, int32_t shift,
-                                   bool cmsis, struct qp_rq_trace *t)
+                                   struct qp_rq_trace *t)
 {
     int64_t prod = (int64_t)x * m;
     int total = 31 - shift;
     tr_i(t, "product = x * multiplier", prod);
     tr_i(t, "total right shift = 31 - shift", total);
-    if (!cmsis) {
-        int64_t round = INT64_C(1) << (total - 1);
-        tr_i(t, "rounding term = 2^(total-1)", round);
-        int64_t r = (prod + round) >> total;
-        tr_i(t, "(product + rounding) >> total, int64", r);
-        /* TFLite DCHECKs r fits int32 (debug builds abort); release
-         * builds narrow with static_cast, modulo 2^32. */
-        int32_t s = wrap32(r);
-        tr_i(t, "scaled = int32 narrowing (wraps)", s);
-        return s;
-    }
-    /* CMSIS-NN: result = (int32)(prod >> (total - 1)) keeps only 32 bits
-     * before the last rounding step, so results with |r| >= 2^30 wrap;
-     * then (result + 1) >> 1 in int32, where INT32_MAX + 1 wraps. */
-    int32_t r = wrap32(prod >> (total - 1));
-    tr_i(t, "product >> (total-1), truncated to 32 bits", r);
-    int32_t s = (int32_t)((uint32_t)r + 1u) >> 1;
-    tr_i(t, "scaled = (that + 1) >> 1", s);
+    int64_t round = INT64_C(1) << (total - 1);
+    tr_i(t, "rounding term = 2^(total-1)", round);
+    int64_t r = (prod + round) >> total;
+    tr_i(t, "(product + rounding) >> total, int64", r);
+    int32_t s = wrap32(r);
+    tr_i(t, "scaled = int32 narrowing (wraps)", s);
     return s;
 }
 
@@ -243,8 +238,8 @@ int32_t qp_rq_scale_fixed(enum qp_rq_flavor f, int64_t acc,
     case QP_RQ_TFLITE_DOUBLE: return scale_double(x, multiplier, shift, false, true, NULL);
     case QP_RQ_CMSIS_NN_DOUBLE: return scale_double(x, multiplier, shift, false, false, NULL);
     case QP_RQ_GEMMLOWP: return scale_double(x, multiplier, shift, true, true, NULL);
-    case QP_RQ_TFLITE_SINGLE: return scale_single(x, multiplier, shift, false, NULL);
-    case QP_RQ_CMSIS_NN_SINGLE: return scale_single(x, multiplier, shift, true, NULL);
+    case QP_RQ_TFLITE_SINGLE: return scale_single(x, multiplier, shift, NULL);
+    case QP_RQ_CMSIS_NN_SINGLE: return scale_single(x, multiplier, shift, NULL);
     case QP_RQ_TFLITE_INT64_DOUBLE:
     case QP_RQ_TFLITE_INT64_SINGLE: return scale_int64(acc, multiplier, shift, false, NULL);
     case QP_RQ_CMSIS_NN_S64: return scale_int64(acc, multiplier, shift, true, NULL);
@@ -342,9 +337,9 @@ static inline int32_t rq_eval(enum qp_rq_flavor f, const struct qp_rq *rq,
     case QP_RQ_GEMMLOWP:
         return epilogue_int32(scale_double(x, rq->multiplier[k], rq->shift[k], true, true, t), rq, t);
     case QP_RQ_TFLITE_SINGLE:
-        return epilogue_int32(scale_single(x, rq->multiplier[k], rq->shift[k], false, t), rq, t);
+        return epilogue_int32(scale_single(x, rq->multiplier[k], rq->shift[k], t), rq, t);
     case QP_RQ_CMSIS_NN_SINGLE:
-        return epilogue_int32(scale_single(x, rq->multiplier[k], rq->shift[k], true, t), rq, t);
+        return epilogue_int32(scale_single(x, rq->multiplier[k], rq->shift[k], t), rq, t);
     case QP_RQ_TFLITE_INT64_DOUBLE:
     case QP_RQ_TFLITE_INT64_SINGLE:
         return epilogue_int32(scale_int64(acc, rq->multiplier[k], rq->shift[k], false, t), rq, t);

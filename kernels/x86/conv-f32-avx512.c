@@ -22,7 +22,7 @@
  * stride apart that does not alias in L1 (see struct band_in), and the
  * epilogue runs on a unit's output as soon as it is done. Strides
  * along W other than 1 and 2, kernels wider than 16, and 3-D convolutions
- * are left to the reference. */
+ * are left to the GEMM path. */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <stdint.h>

@@ -83,7 +83,7 @@ INLINE __m256i scale_double(__m256i x, __m256i m, __m256i sh, bool sat_left,
 }
 
 /* tflite-single and cmsis-nn-single (scale_single in the reference). */
-INLINE __m256i scale_single(__m256i x, __m256i m, __m256i sh, bool cmsis)
+INLINE __m256i scale_single(__m256i x, __m256i m, __m256i sh)
 {
     const __m256i lo_mask = _mm256_set1_epi64x(0xFFFFFFFF);
     const __m256i one = _mm256_set1_epi64x(1);
@@ -92,15 +92,10 @@ INLINE __m256i scale_single(__m256i x, __m256i m, __m256i sh, bool cmsis)
     __m256i to = _mm256_srli_epi64(total, 32);
     __m256i pe = _mm256_mul_epi32(x, m);
     __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), _mm256_srli_epi64(m, 32));
-    if (!cmsis) {
-        /* (p + 2^(t-1)) >> t, |p| <= 2^62: no overflow; narrowed mod 2^32 */
-        pe = _mm256_add_epi64(pe, _mm256_sllv_epi64(one, _mm256_sub_epi64(te, one)));
-        po = _mm256_add_epi64(po, _mm256_sllv_epi64(one, _mm256_sub_epi64(to, one)));
-        return low32(sra64(pe, te), sra64(po, to));
-    }
-    /* (int32)(p >> (t - 1)), then (r + 1) >> 1 in int32 */
-    __m256i r = low32(sra64(pe, _mm256_sub_epi64(te, one)), sra64(po, _mm256_sub_epi64(to, one)));
-    return _mm256_srai_epi32(_mm256_add_epi32(r, _mm256_set1_epi32(1)), 1);
+    /* (p + 2^(t-1)) >> t, |p| <= 2^62: no overflow; narrowed mod 2^32 */
+    pe = _mm256_add_epi64(pe, _mm256_sllv_epi64(one, _mm256_sub_epi64(te, one)));
+    po = _mm256_add_epi64(po, _mm256_sllv_epi64(one, _mm256_sub_epi64(to, one)));
+    return low32(sra64(pe, te), sra64(po, to));
 }
 
 /* xnnpack-rndnu (scale_rndnu in the reference). */

@@ -69,7 +69,9 @@ INLINE __m512i scale_double(__m512i x, __m512i m, __m512i sh, bool sat_left,
     return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, thr), q, one);
 }
 
-INLINE __m512i scale_single(__m512i x, __m512i m, __m512i sh, bool cmsis)
+/* (p + 2^(t-1)) >> t in int64, narrowed mod 2^32 (scale_single in the
+ * reference) */
+INLINE __m512i scale_single(__m512i x, __m512i m, __m512i sh)
 {
     const __m512i lo_mask = _mm512_set1_epi64(0xFFFFFFFF);
     const __m512i one = _mm512_set1_epi64(1);
@@ -78,14 +80,9 @@ INLINE __m512i scale_single(__m512i x, __m512i m, __m512i sh, bool cmsis)
     __m512i to = _mm512_srli_epi64(total, 32);
     __m512i pe, po;
     mul_pairs(x, m, &pe, &po);
-    if (!cmsis) {
-        pe = _mm512_add_epi64(pe, _mm512_sllv_epi64(one, _mm512_sub_epi64(te, one)));
-        po = _mm512_add_epi64(po, _mm512_sllv_epi64(one, _mm512_sub_epi64(to, one)));
-        return low32(_mm512_srav_epi64(pe, te), _mm512_srav_epi64(po, to));
-    }
-    __m512i r = low32(_mm512_srav_epi64(pe, _mm512_sub_epi64(te, one)),
-                      _mm512_srav_epi64(po, _mm512_sub_epi64(to, one)));
-    return _mm512_srai_epi32(_mm512_add_epi32(r, _mm512_set1_epi32(1)), 1);
+    pe = _mm512_add_epi64(pe, _mm512_sllv_epi64(one, _mm512_sub_epi64(te, one)));
+    po = _mm512_add_epi64(po, _mm512_sllv_epi64(one, _mm512_sub_epi64(to, one)));
+    return low32(_mm512_srav_epi64(pe, te), _mm512_srav_epi64(po, to));
 }
 
 INLINE __m512i scale_rndnu(__m512i x, __m512i m, __m512i sh)

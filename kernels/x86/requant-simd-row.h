@@ -33,8 +33,7 @@ vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per, VI x,
     case QP_RQ_TFLITE_SINGLE:
     case QP_RQ_CMSIS_NN_SINGLE:
         return clamp(v_add(scale_single(x, v_loadi(rq->multiplier, k, per),
-                                        v_loadi(rq->shift, k, per),
-                                        f == QP_RQ_CMSIS_NN_SINGLE),
+                                        v_loadi(rq->shift, k, per)),
                            p->zp), p);
     case QP_RQ_XNNPACK_RNDNU:
         /* |scaled| <= 2^30: the zero point add cannot overflow */

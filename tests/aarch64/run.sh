@@ -61,9 +61,10 @@ run() {
 k="kernels: gemm-s8"
 for bin in "$@"; do
     if [ -n "$QEMU" ]; then
-        # quantize-act, the lookup tables and the float kernels have no
-        # NEON variants yet
-        r="quantize-act=ref lut8=ref eltwise-f32=ref conv-f32=ref"
+        # quantize-act, the lookup tables, the float kernels and the diff
+        # metrics have no NEON variants yet (conv-f32's portable path is
+        # im2col + sgemm, "gemm")
+        r="quantize-act=ref lut8=ref eltwise-f32=ref conv-f32=gemm metrics=ref"
         run "$bin" "$k=neon-dot depthwise-s8=neon requant=neon $r" max
         run "$bin" "$k=ref depthwise-s8=neon requant=neon $r" cortex-a53
         run "$bin" "$k=ref depthwise-s8=neon requant=neon $r" max neon aarch64_dispatch

@@ -4,7 +4,7 @@
  * shift of each flavor's range crossed with multipliers and accumulators
  * at the int32 ends (SQRDMULH's only saturation, INT32_MIN * INT32_MIN;
  * SQSHL's saturating and SSHL's wrapping left shifts; the wrap of
- * tflite-single's narrowing and of cmsis-nn-single's 32-bit step), a
+ * single rounding's final narrowing), a
  * dense run of small accumulators (every rounding tie of
  * RoundingDivideByPOT and of the float flavors with scales 2^-e), and
  * float scales across XNNPACK's limits. Outputs are int16 with zero point

@@ -51,3 +51,26 @@ test_run_ppocr_cls_batch_matches_onnxruntime() {
     ocr_check cls --input img0.npy --input img1.npy
     head -c 200 q/softmax_0.tmp_0.npy | grep -a -q "'shape': (2, 2" || fail "batch of 2 expected"
 }
+
+# Defect 16: the recognizer has weight channels decayed to denormals and
+# ~1e-37; their per-channel scales made XNNPACK's requantization scale
+# denormal and `--requant xnnpack-fp32` refused the model. Every tensor of
+# the int run is finite and the recognizer's output still follows fp32's.
+test_run_ppocr_rec_int_xnnpack_fp32_runs() {
+    ocr_setup
+    model=$(echo "$models" | grep "_rec_")
+    $REF image --shape 1,3,48,320 --seed 12 -o in.npy
+    assert_exit 0 "$QPROBE" run "$model" --input in.npy --mode int \
+        --requant xnnpack-fp32 --scheme w8c+a8t --dump int.npz
+    assert_exit 0 "$QPROBE" inspect int.npz --csv int.csv
+    n=$(awk -F, 'NR > 1' int.csv | wc -l)
+    [ "$n" -gt 400 ] || fail "only $n tensors captured"
+    bad=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "nonfinite") c = i; next }
+                   $c != 0 { print $1 }' int.csv)
+    [ -z "$bad" ] || fail "non-finite values in: $bad"
+    assert_eq "$(csv_field int.csv softmax_11.tmp_0 shape)" "1x40x6625" "output shape"
+    assert_exit 0 "$QPROBE" run "$model" --input in.npy --dump fp.npz
+    assert_exit 0 "$QPROBE" diff fp.npz int.npz --csv d.csv
+    cos=$(csv_field d.csv softmax_11.tmp_0 cosine)
+    awk -v c="$cos" 'BEGIN { exit !(c > 0.8) }' || fail "output cosine $cos vs fp32"
+}

@@ -117,7 +117,7 @@ static int check_shape(struct qp_test_ctx *ctx, const struct cshape *s,
     float *y = malloc(ny * 4), *copy = malloc(ny * 4);
     double *want = malloc(ny * 8), *mag = malloc(ny * 8);
     int *hits = calloc(ny, sizeof *hits);
-    size_t ns = qp_conv_f32_ref_scratch_size(&g);
+    size_t ns = qp_conv_f32_gemm_scratch_size(&g);
     float *scratch = malloc((ns + 1) * 4);
     int supported = 0;
     if (!x || !w || !b || !y || !copy || !want || !mag || !hits || !scratch)
@@ -145,7 +145,7 @@ static int check_shape(struct qp_test_ctx *ctx, const struct cshape *s,
         memset(hits, 0, ny * sizeof *hits);
         memset(y, 0xff, ny * 4); /* NaN: every element must be written */
         if (v == 0)
-            qp_conv_f32_ref(pool, &g, x, w, b, y, sc, &epi);
+            qp_conv_f32_gemm(pool, &g, x, w, b, y, sc, &epi);
         else
             vars[v]->run(pool, &g, x, w, b, y, sc, &epi);
         if (v > 0) {
@@ -335,7 +335,7 @@ QP_TEST(conv_f32_transpose_variants_match_naive_loops)
         float *y = malloc(ny * 4), *copy = malloc(ny * 4);
         double *want = malloc(ny * 8), *mag = malloc(ny * 8);
         int *hits = calloc(ny, sizeof *hits);
-        size_t ns = qp_conv_transpose_f32_ref_scratch_size(&g), nv = 0;
+        size_t ns = qp_conv_transpose_f32_gemm_scratch_size(&g), nv = 0;
         const struct qp_conv_f32_variant *v = NULL;
 #if defined(__x86_64__)
         if (qp_kern_isa_available(QP_KERN_AVX512) &&
@@ -357,7 +357,7 @@ QP_TEST(conv_f32_transpose_variants_match_naive_loops)
             memset(hits, 0, ny * sizeof *hits);
             memset(y, 0xff, ny * 4);
             if (pass == 0)
-                qp_conv_transpose_f32_ref(pool, &g, x, w, b, y, sc, &epi);
+                qp_conv_transpose_f32_gemm(pool, &g, x, w, b, y, sc, &epi);
             else
                 v->run_transpose(pool, &g, x, w, b, y, sc, &epi);
             simd += pass;

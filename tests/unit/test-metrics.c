@@ -1,12 +1,13 @@
-/* Unit tests of analysis/metrics.c and its SIMD variants: hand-computed
- * values, edge cases, and every variant against the reference. */
+/* Unit tests of analysis/metrics.c and the SIMD variants of its kernel
+ * (kernels/metrics-f32.h): hand-computed values, edge cases, and every
+ * variant against the reference. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analysis/metrics-impl.h"
 #include "analysis/metrics.h"
 #include "core/half.h"
+#include "kernels/metrics-f32.h"
 #include "tests/test.h"
 
 static struct qp_metrics run(const float *r, const float *t, size_t n)
@@ -176,17 +177,25 @@ static void check_same(struct qp_test_ctx *ctx, const struct qp_metrics *a,
                           k, x[k], y[k]);
 }
 
+/* The kernel pass k over n pairs, as metrics. */
+static struct qp_metrics kernel_pass(qp_metrics_f32_fn k, const float *r,
+                                     const float *t, size_t n)
+{
+    struct qp_metrics_f32 a = {0};
+    k(&a, r, t, n);
+    return (struct qp_metrics){a.numel, a.nonfinite, a.ref_nonfinite,
+                               a.sum_ref2, a.sum_test2, a.sum_dot, a.sum_err2,
+                               a.sum_abs_err, a.max_abs_err, a.ref_absmax};
+}
+
 /* Variant k and the reference over the same n pairs; the reference's
  * result in *out. */
-static void compare_variant(struct qp_test_ctx *ctx, qp_metrics_kernel k,
+static void compare_variant(struct qp_test_ctx *ctx, qp_metrics_f32_fn k,
                             const char *name, const float *r, const float *t,
                             size_t n, struct qp_metrics *out)
 {
-    struct qp_metrics a;
-    qp_metrics_init(&a);
-    qp_metrics_init(out);
-    k(&a, r, t, n);
-    qp_metrics_add_f32_ref(out, r, t, n);
+    struct qp_metrics a = kernel_pass(k, r, t, n);
+    *out = kernel_pass(qp_metrics_f32_add_ref, r, t, n);
     check_same(ctx, &a, out, name, n);
 }
 
@@ -198,7 +207,7 @@ QP_TEST(metrics_simd_variants_match_the_reference)
     REQUIRE(r && t);
     struct qp_metrics ref;
     for (int v = 0; v < 2; v++) {
-        qp_metrics_kernel k = qp_metrics_variant_kernel(names[v]);
+        qp_metrics_f32_fn k = qp_metrics_f32_by_name(names[v]);
         if (!k)
             continue; /* this CPU lacks the ISA */
         for (size_t n = 0; n <= 70; n++) { /* every tail length */
@@ -211,10 +220,10 @@ QP_TEST(metrics_simd_variants_match_the_reference)
             CHECK(ref.nonfinite == (specials ? 1031u : 0u));
         }
     }
-    CHECK(qp_metrics_variant_kernel("ref") == qp_metrics_add_f32_ref);
-    CHECK(qp_metrics_variant_kernel("sse9") == NULL);
+    CHECK(qp_metrics_f32_by_name("ref") == qp_metrics_f32_add_ref);
+    CHECK(qp_metrics_f32_by_name("sse9") == NULL);
     const char *chosen = qp_metrics_variant();
-    CHECK(!strcmp(chosen, "ref") || qp_metrics_variant_kernel(chosen) != NULL);
+    CHECK(qp_metrics_f32_by_name(chosen) != NULL);
     free(r);
     free(t);
 }
@@ -233,8 +242,7 @@ QP_TEST(metrics_tensors_on_threads_match_one_pass)
     struct qp_metrics m, ref;
     CHECK_OK(qp_metrics_tensors(a, b, &m, &err), &err);
     unsetenv("QP_THREADS");
-    qp_metrics_init(&ref);
-    qp_metrics_add_f32_ref(&ref, a->data, b->data, n);
+    ref = kernel_pass(qp_metrics_f32_add_ref, a->data, b->data, n);
     check_same(ctx, &m, &ref, "threads", n);
     qp_tensor_free(a);
     qp_tensor_free(b);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "formats/dump.h"
+#include "kernels/requant.h"
 #include "quant/qparams.h"
 #include "tests/test.h"
 
@@ -90,6 +91,65 @@ QP_TEST(qparams_closed_forms)
     CHECK(s == (float)(1.0 / 32767));
 }
 
+/* Defect 16: per-channel weights of PP-OCRv4's recognizer have channels
+ * decayed to denormals (|w| ~ 1e-40) or to ~1e-37 .. 1e-13; their closed-form
+ * scales (<= FLT_MIN) made the requantization scale in * w / out denormal,
+ * which XNNPACK (and so --requant xnnpack-fp32) refuses, and TFLite flushed
+ * the multiplier to zero (the channel's bias lost). A negligible channel
+ * gets scale 1 instead; its elements quantize to 0. */
+QP_TEST(qparams_negligible_channel_scale_every_flavor_accepts)
+{
+    static const float amax[] = {0.0f, 1e-40f, 1e-37f, 1e-12f,
+                                 127.0f * 0x1p-33f, 127.0f * 0x1p-32f, 0.5f};
+    enum { C = sizeof amax / sizeof amax[0] };
+    struct qp_qformat f = fmt(8, false, false);
+    float ws[C];
+    for (size_t c = 0; c < C; c++) {
+        int32_t z;
+        qp_qparams_from_range(&f, QP_ROUND_HALF_AWAY, -amax[c], amax[c], &ws[c], &z);
+        CHECK_INT(z, 0);
+        int32_t q = qp_quantize_f32(amax[c], ws[c], 0, -128, 127, QP_ROUND_HALF_AWAY);
+        CHECK_INT(q, c < 5 ? 0 : 127);
+    }
+    for (size_t c = 0; c < 5; c++)
+        CHECK(ws[c] == 1.0f);
+    CHECK(ws[5] == 0x1p-32f); /* the smallest scale kept */
+    CHECK(ws[6] == 0.5f / 127.0f);
+    /* the asymmetric form too: [-1e-40, 3e-39] */
+    int32_t z;
+    float s;
+    f = fmt(8, true, false);
+    qp_qparams_from_range(&f, QP_ROUND_HALF_AWAY, -1e-40f, 3e-39f, &s, &z);
+    CHECK(s == 1.0f);
+    CHECK_INT(z, 0);
+    /* every flavor prepares a conv layer with the negligible channels'
+     * scales and a normal one (input scale 0.02, output 0.05, as in the
+     * recognizer's layers), and no fixed-point flavor flushes one of them
+     * to a zero multiplier */
+    const float layer[6] = {ws[0], ws[1], ws[2], ws[3], ws[4], ws[6]};
+    for (int fl = 0; fl < QP_RQ_COUNT; fl++) {
+        struct qp_rq rq;
+        struct qp_error err;
+        enum qp_dtype dt = qp_rq_flavor_acc64((enum qp_rq_flavor)fl)
+                               ? QP_DTYPE_I16 : QP_DTYPE_I8;
+        int32_t lo = dt == QP_DTYPE_I16 ? -32768 : -128;
+        int32_t hi = dt == QP_DTYPE_I16 ? 32767 : 127;
+        enum qp_status st = qp_rq_prepare_scales(&rq, (enum qp_rq_flavor)fl,
+                                                 0.02f, layer, 6, 0.05f, 0, dt,
+                                                 lo, hi, &err);
+        if (st != QP_OK) {
+            qp_test_failf(ctx, __FILE__, __LINE__, "%s: %s",
+                          qp_rq_flavor_name((enum qp_rq_flavor)fl), err.msg);
+            continue;
+        }
+        for (size_t c = 0; rq.multiplier && c < 6; c++)
+            if (rq.multiplier[c] == 0)
+                qp_test_failf(ctx, __FILE__, __LINE__, "%s: channel %zu flushed",
+                              qp_rq_flavor_name((enum qp_rq_flavor)fl), c);
+        qp_rq_release(&rq);
+    }
+}
+
 QP_TEST(qparams_degenerate_ranges_give_finite_nonzero_scales)
 {
     static const float ranges[][2] = {
@@ -122,7 +182,7 @@ QP_TEST(qparams_degenerate_ranges_give_finite_nonzero_scales)
     qp_qparams_from_range(&f, QP_ROUND_HALF_AWAY, 0, 0, &s, &z);
     CHECK(s == 1.0f);
     qp_qparams_from_range(&f, QP_ROUND_HALF_AWAY, 1e-45f, 1e-45f, &s, &z);
-    CHECK(s == FLT_MIN);
+    CHECK(s == 1.0f); /* all denormal: negligible, as all zero */
     /* a constant tensor reconstructs exactly: c / (c / 127) = 127 */
     qp_qparams_from_range(&f, QP_ROUND_HALF_AWAY, 3.0f, 3.0f, &s, &z);
     CHECK_INT(qp_quantize_f32(3.0f, s, z, -128, 127, QP_ROUND_HALF_AWAY), 127);

@@ -61,13 +61,15 @@ QP_TEST(requant_out_of_contract_per_runtime)
      * ((2^31-1)^2 + 1) >> 1 = 2^61 - 2^31 + 1, narrowed mod 2^32 to
      * -2^31 + 1 (TFLite release build; debug builds abort) */
     CHECK_INT(SCALE(TFLITE_SINGLE, INT32_MAX, INT32_MAX, 30), -2147483647);
-    /* CMSIS-NN single keeps 32 bits before its last step: x = 2^20, real
-     * 2^10 = (2^30, 11): result 2^30. TFLite: 2^30. CMSIS: prod >> 19 =
-     * 2^31 wraps to INT32_MIN, (INT32_MIN + 1) >> 1 = -2^30. */
+    /* CMSIS-NN single shifts by total - 1, adds 1 and shifts once more,
+     * all in int64 (arm_nn_requantize at the golden README's commit):
+     * x = 2^20, real 2^10 = (2^30, 11): prod >> 19 = 2^31, (2^31 + 1) >> 1
+     * = 2^30, as TFLite. (An implementation that narrowed to 32 bits
+     * before the last step would get -2^30.) */
     CHECK_INT(SCALE(TFLITE_SINGLE, 1 << 20, 1 << 30, 11), 1 << 30);
-    CHECK_INT(SCALE(CMSIS_NN_SINGLE, 1 << 20, 1 << 30, 11), -(1 << 30));
+    CHECK_INT(SCALE(CMSIS_NN_SINGLE, 1 << 20, 1 << 30, 11), 1 << 30);
     /* one below: x = 2^20 - 1: (2^50 - 2^30 + 2^19) >> 20 = 2^30 - 1024
-     * in both (prod >> 19 = 2^31 - 2048 still fits) */
+     * in both */
     CHECK_INT(SCALE(TFLITE_SINGLE, (1 << 20) - 1, 1 << 30, 11), 1073740800);
     CHECK_INT(SCALE(CMSIS_NN_SINGLE, (1 << 20) - 1, 1 << 30, 11), 1073740800);
 }

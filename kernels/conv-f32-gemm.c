@@ -1,5 +1,6 @@
-/* kernels/ref/conv-f32.c: float convolution and transposed convolution
- * (see kernels/conv-f32.h). Everything is 3-D inside: 1-D and 2-D
+/* kernels/conv-f32-gemm.c: float convolution and transposed convolution
+ * by im2col / col2im and OpenBLAS sgemm, the path every geometry has (see
+ * kernels/conv-f32.h). Everything is 3-D inside: 1-D and 2-D
  * geometries get leading spatial extents of 1.
  *
  * Shapes in comments: S = output positions (oD*oH*oW), K = IC/groups *
@@ -17,39 +18,6 @@
 #define TILE_FLOATS ((size_t)2 << 20)
 /* Below this much work a parallel loop costs more than it saves. */
 #define PAR_MIN_WORK ((size_t)1 << 16)
-
-void qp_conv3_from_geom(const struct qp_conv_nd *g, struct qp_conv3 *c)
-{
-    int lead = QP_CONV_MAX_SPATIAL - g->nsp;
-    for (int i = 0; i < QP_CONV_MAX_SPATIAL; i++) {
-        int j = i - lead;
-        bool real = j >= 0;
-        c->in[i] = real ? g->in[j] : 1;
-        c->out[i] = real ? g->out[j] : 1;
-        c->k[i] = real ? g->kernel[j] : 1;
-        c->s[i] = real ? g->stride[j] : 1;
-        c->d[i] = real ? g->dilation[j] : 1;
-        c->p[i] = real ? g->pad[j] : 0;
-        c->pe[i] = real ? g->pad_end[j] : 0;
-    }
-    c->sin = (size_t)(c->in[0] * c->in[1] * c->in[2]);
-    c->sout = (size_t)(c->out[0] * c->out[1] * c->out[2]);
-    c->kvol = (size_t)(c->k[0] * c->k[1] * c->k[2]);
-}
-
-void qp_conv3_range(int64_t n, int64_t s, int64_t off, int64_t len,
-                    int64_t *lo, int64_t *hi)
-{
-    /* i in [0, n) with 0 <= i*s + off < len */
-    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t b = len - 1 - off < 0 ? 0 : (len - 1 - off) / s + 1;
-    if (b > n)
-        b = n;
-    if (a > b)
-        a = b;
-    *lo = a;
-    *hi = b;
-}
 
 static bool is_pointwise(const struct qp_conv3 *c)
 {
@@ -69,7 +37,7 @@ static size_t conv_tile(const struct qp_conv_nd *g, const struct qp_conv3 *c)
     return t < c->sout ? t : c->sout;
 }
 
-size_t qp_conv_f32_ref_scratch_size(const struct qp_conv_nd *g)
+size_t qp_conv_f32_gemm_scratch_size(const struct qp_conv_nd *g)
 {
     struct qp_conv3 c;
     qp_conv3_from_geom(g, &c);
@@ -334,7 +302,7 @@ static void fill_bias(float *y, size_t channels, size_t plane,
             y[c * plane + i] = bias ? bias[c] : 0.0f;
 }
 
-void qp_conv_f32_ref(struct qp_pool *pool, const struct qp_conv_nd *g,
+void qp_conv_f32_gemm(struct qp_pool *pool, const struct qp_conv_nd *g,
                      const float *x, const float *w, const float *bias,
                      float *y, float *scratch,
                      const struct qp_conv_epilogue *epi)
@@ -388,7 +356,7 @@ static size_t convt_tile(const struct qp_conv_nd *g, const struct qp_conv3 *c)
     return t < c->sin ? t : c->sin;
 }
 
-size_t qp_conv_transpose_f32_ref_scratch_size(const struct qp_conv_nd *g)
+size_t qp_conv_transpose_f32_gemm_scratch_size(const struct qp_conv_nd *g)
 {
     struct qp_conv3 c;
     qp_conv3_from_geom(g, &c);
@@ -440,7 +408,7 @@ static void c2i_run(void *ctx, int t, int nt)
         }
 }
 
-void qp_conv_transpose_f32_ref(struct qp_pool *pool,
+void qp_conv_transpose_f32_gemm(struct qp_pool *pool,
                                const struct qp_conv_nd *g, const float *x,
                                const float *w, const float *bias, float *y,
                                float *scratch,

@@ -1,4 +1,4 @@
-/* kernels/ref/pool-f32.c: max and average pooling (kernels/conv-f32.h),
+/* kernels/pool-f32.c: max and average pooling (kernels/conv-f32.h),
  * one (n, c) plane per work item, planes split over threads. */
 #include <math.h>
 

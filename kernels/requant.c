@@ -1,12 +1,7 @@
-/* kernels/ref/requant-dispatch.c: choice of the requantization variant and
- * the apply entry points.
- *
- * The choice is made once (pthread_once) from the CPU's features
- * (kernels/dispatch.h) and QP_KERNELS (kernels/dispatch.h: "ref" forces the reference, an
- * instruction-set name caps the choice). A variant that
- * has no SIMD path for a flavor runs the reference for it. */
-#include <pthread.h>
-
+/* kernels/requant.c: the requantization variants and the apply entry
+ * points (kernels/requant.h). Which variant runs is the dispatch table's
+ * choice (kernels/dispatch.c); a variant that has no SIMD path for a
+ * flavor runs the reference for it. */
 #include "kernels/dispatch.h"
 #include "kernels/ref/requant-impl.h"
 #include "kernels/requant.h"
@@ -20,40 +15,7 @@ static const char *const isa_names[] = {
 _Static_assert(sizeof isa_names / sizeof isa_names[0] == QP_RQ_ISA_COUNT,
                "a name for every variant");
 
-const char *qp_rq_isa_name(enum qp_rq_isa isa)
-{
-    return (unsigned)isa < QP_RQ_ISA_COUNT ? isa_names[isa] : "?";
-}
-
-bool qp_rq_isa_available(enum qp_rq_isa isa)
-{
-    switch (isa) {
-    case QP_RQ_ISA_REF:
-        return true;
-#if defined(__x86_64__) || defined(__i386__)
-    case QP_RQ_ISA_AVX2:
-        return __builtin_cpu_supports("avx2");
-    case QP_RQ_ISA_AVX512:
-        return __builtin_cpu_supports("avx512f") &&
-               __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512vl") &&
-               __builtin_cpu_supports("avx512dq");
-#endif
-#if defined(__aarch64__)
-    case QP_RQ_ISA_NEON:
-        return qp_kern_isa_available(QP_KERN_NEON);
-#endif
-    default:
-        return false;
-    }
-}
-
-/* Filled once, then read only: the dispatch table STYLE.md describes. */
-static pthread_once_t chosen_once = PTHREAD_ONCE_INIT;
-static enum qp_rq_isa chosen = QP_RQ_ISA_REF;
-
-/* The instruction set of kernels/dispatch.h each variant needs, so
- * QP_KERNELS caps requantization like every other kernel family. */
+/* The instruction set of kernels/dispatch.h each variant needs. */
 static const enum qp_kern_isa needs[] = {
     [QP_RQ_ISA_REF] = QP_KERN_REF,
     [QP_RQ_ISA_AVX2] = QP_KERN_AVX2,
@@ -63,31 +25,41 @@ static const enum qp_kern_isa needs[] = {
 _Static_assert(sizeof needs / sizeof needs[0] == QP_RQ_ISA_COUNT,
                "an instruction set for every variant");
 
-static void choose(void)
+const char *qp_rq_isa_name(enum qp_rq_isa isa)
 {
-    for (int isa = QP_RQ_ISA_COUNT - 1; isa > QP_RQ_ISA_REF; isa--)
-        if (qp_rq_isa_available((enum qp_rq_isa)isa) &&
-            qp_kern_isa_allowed(needs[isa])) {
-            chosen = (enum qp_rq_isa)isa;
-            return;
-        }
+    return (unsigned)isa < QP_RQ_ISA_COUNT ? isa_names[isa] : "?";
 }
 
-static enum qp_rq_isa chosen_isa(void)
+
+bool qp_rq_isa_available(enum qp_rq_isa isa)
 {
-    pthread_once(&chosen_once, choose);
-    return chosen;
+    if ((unsigned)isa >= QP_RQ_ISA_COUNT)
+        return false;
+#if !defined(__x86_64__)
+    if (isa == QP_RQ_ISA_AVX2 || isa == QP_RQ_ISA_AVX512)
+        return false;
+#endif
+#if !defined(__aarch64__)
+    if (isa == QP_RQ_ISA_NEON)
+        return false;
+#endif
+    return qp_kern_isa_available(needs[isa]);
+}
+
+bool qp_rq_isa_allowed(enum qp_rq_isa isa)
+{
+    return qp_rq_isa_available(isa) && qp_kern_isa_allowed(needs[isa]);
 }
 
 const char *qp_rq_variant(void)
 {
-    return isa_names[chosen_isa()];
+    return isa_names[qp_kern_table()->requant];
 }
 
 bool qp_rq_isa_covers(enum qp_rq_isa isa, enum qp_rq_flavor f)
 {
     switch (isa) {
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
     case QP_RQ_ISA_AVX2:
         return qp_rq_avx2_covers(f);
     case QP_RQ_ISA_AVX512:
@@ -106,7 +78,7 @@ static qp_rq_row_fn row_fn(enum qp_rq_isa isa, enum qp_rq_flavor f)
 {
     if (!qp_rq_isa_covers(isa, f))
         return qp_rq_row_ref;
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(__x86_64__)
     if (isa == QP_RQ_ISA_AVX512)
         return qp_rq_row_avx512;
     if (isa == QP_RQ_ISA_AVX2)
@@ -139,11 +111,11 @@ void qp_rq_apply_plane_isa(enum qp_rq_isa isa, const struct qp_rq *rq,
 void qp_rq_apply_i32(const struct qp_rq *rq, const int32_t *acc, size_t rows,
                      size_t cols, void *out)
 {
-    qp_rq_apply_i32_isa(chosen_isa(), rq, acc, rows, cols, out);
+    qp_rq_apply_i32_isa(qp_kern_table()->requant, rq, acc, rows, cols, out);
 }
 
 void qp_rq_apply_plane(const struct qp_rq *rq, size_t c, const int32_t *acc,
                        size_t n, void *out)
 {
-    qp_rq_apply_plane_isa(chosen_isa(), rq, c, acc, n, out);
+    qp_rq_apply_plane_isa(qp_kern_table()->requant, rq, c, acc, n, out);
 }

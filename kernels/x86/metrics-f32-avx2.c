@@ -1,6 +1,6 @@
-/* analysis/metrics-avx2.c: the fused metrics pass, 8 pairs a step.
+/* kernels/x86/metrics-f32-avx2.c: the fused metrics pass, 8 pairs a step.
  *
- * The AVX2 twin of metrics-avx512.c: pairs with a NaN/Inf on either side
+ * The AVX2 twin of metrics-f32-avx512.c: pairs with a NaN/Inf on either side
  * are zeroed (and counted) through compare masks, both halves are widened
  * to double, the five sums use FMAs and the maxima the same doubles as the
  * reference. */
@@ -8,10 +8,10 @@
 #include <immintrin.h>
 #include <math.h>
 
-#include "analysis/metrics-impl.h"
+#include "kernels/metrics-f32.h"
 
 struct acc {
-    __m256d s[5][2]; /* [sum][low/high half] */
+    __m256d s[QP_MS_COUNT][2]; /* [sum][low/high half] */
     __m256d maxe[2];
     __m256 maxr;
 };
@@ -41,15 +41,15 @@ static inline double hmax(__m256d v)
     return _mm_cvtsd_f64(_mm_max_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
-void qp_metrics_add_f32_avx2(struct qp_metrics *m, const float *ref,
-                             const float *test, size_t n)
+static void add(struct qp_metrics_f32 *m, const float *ref,
+                const float *test, size_t n)
 {
     const __m256 absf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     const __m256d absd =
         _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
     const __m256 inf = _mm256_set1_ps(INFINITY);
     struct acc a;
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < QP_MS_COUNT; k++)
         a.s[k][0] = a.s[k][1] = _mm256_setzero_pd();
     a.maxe[0] = a.maxe[1] = _mm256_setzero_pd();
     a.maxr = _mm256_setzero_ps();
@@ -78,17 +78,20 @@ void qp_metrics_add_f32_avx2(struct qp_metrics *m, const float *ref,
         half(&a, 1, _mm256_cvtps_pd(_mm256_extractf128_ps(r, 1)),
              _mm256_cvtps_pd(_mm256_extractf128_ps(t, 1)), absd);
     }
-    double s[5];
-    for (int k = 0; k < 5; k++)
+    double s[QP_MS_COUNT];
+    for (int k = 0; k < QP_MS_COUNT; k++)
         s[k] = hsum(_mm256_add_pd(a.s[k][0], a.s[k][1]));
     double maxe = hmax(_mm256_max_pd(a.maxe[0], a.maxe[1]));
     __m256d mr = _mm256_max_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a.maxr)),
                                _mm256_cvtps_pd(_mm256_extractf128_ps(a.maxr, 1)));
     double maxr = hmax(mr);
-    qp_metrics_accumulate(m, count, nft, nfr, s, maxe, maxr);
+    qp_metrics_f32_fold(m, count, nft, nfr, s, maxe, maxr);
     if (i < n)
-        qp_metrics_add_f32_ref(m, ref + i, test + i, n - i);
+        qp_metrics_f32_add_ref(m, ref + i, test + i, n - i);
 }
+
+const struct qp_metrics_f32_variant qp_metrics_f32_avx2 = {"avx2", QP_KERN_AVX2,
+                                                           add};
 #else
 /* not x86-64: nothing to build (ISO C wants a declaration) */
 typedef int qp_metrics_avx2_unused;

@@ -1,4 +1,4 @@
-/* analysis/metrics-avx512.c: the fused metrics pass, 16 pairs a step.
+/* kernels/x86/metrics-f32-avx512.c: the fused metrics pass, 16 pairs a step.
  *
  * Each step loads 16 floats of each side, masks out pairs where either is
  * NaN/Inf (counting them), widens both halves to double and updates the
@@ -9,10 +9,10 @@
 #include <immintrin.h>
 #include <math.h>
 
-#include "analysis/metrics-impl.h"
+#include "kernels/metrics-f32.h"
 
 struct acc {
-    __m512d s[5][2]; /* [sum][low/high half] */
+    __m512d s[QP_MS_COUNT][2]; /* [sum][low/high half] */
     __m512d maxe[2];
     __m512 maxr;
 };
@@ -36,15 +36,15 @@ static inline void half(struct acc *a, int h, __m512d r, __m512d t,
     a->maxe[h] = _mm512_max_pd(a->maxe[h], ae);
 }
 
-void qp_metrics_add_f32_avx512(struct qp_metrics *m, const float *ref,
-                               const float *test, size_t n)
+static void add(struct qp_metrics_f32 *m, const float *ref,
+                const float *test, size_t n)
 {
     const __m512 absf = _mm512_castsi512_ps(_mm512_set1_epi32(0x7fffffff));
     const __m512d absd =
         _mm512_castsi512_pd(_mm512_set1_epi64(0x7fffffffffffffffLL));
     const __m512 inf = _mm512_set1_ps(INFINITY);
     struct acc a;
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < QP_MS_COUNT; k++)
         a.s[k][0] = a.s[k][1] = _mm512_setzero_pd();
     a.maxe[0] = a.maxe[1] = _mm512_setzero_pd();
     a.maxr = _mm512_setzero_ps();
@@ -72,15 +72,18 @@ void qp_metrics_add_f32_avx512(struct qp_metrics *m, const float *ref,
              _mm512_cvtps_pd(_mm512_castps512_ps256(t)), absd);
         half(&a, 1, hi_half(r), hi_half(t), absd);
     }
-    double s[5];
-    for (int k = 0; k < 5; k++)
+    double s[QP_MS_COUNT];
+    for (int k = 0; k < QP_MS_COUNT; k++)
         s[k] = _mm512_reduce_add_pd(_mm512_add_pd(a.s[k][0], a.s[k][1]));
     double maxe = _mm512_reduce_max_pd(_mm512_max_pd(a.maxe[0], a.maxe[1]));
     double maxr = _mm512_reduce_max_ps(a.maxr);
-    qp_metrics_accumulate(m, count, nft, nfr, s, maxe, maxr);
+    qp_metrics_f32_fold(m, count, nft, nfr, s, maxe, maxr);
     if (i < n)
-        qp_metrics_add_f32_ref(m, ref + i, test + i, n - i);
+        qp_metrics_f32_add_ref(m, ref + i, test + i, n - i);
 }
+
+const struct qp_metrics_f32_variant qp_metrics_f32_avx512 = {
+    "avx512", QP_KERN_AVX512, add};
 #else
 /* not x86-64: nothing to build (ISO C wants a declaration) */
 typedef int qp_metrics_avx512_unused;

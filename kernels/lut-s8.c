@@ -1,0 +1,61 @@
+/* kernels/lut-s8.c: byte lookup tables on the variant the dispatch table
+ * chose (kernels/dispatch.c; kernels/lut-s8.h). */
+#include "kernels/lut-s8.h"
+
+#include <string.h>
+
+#include "kernels/dispatch.h"
+
+#if defined(__x86_64__)
+/* kernels/x86/lut-s8-avx512.c */
+void qp_lut8_apply_vbmi(const uint8_t *table, const uint8_t *x, size_t n,
+                        uint8_t *y);
+
+/* AVX-512 VBMI (vpermi2b) on top of the AVX-512 set */
+static bool vbmi_supported(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi");
+}
+
+const struct qp_lut8_variant qp_lut8_vbmi = {
+    "avx512-vbmi", QP_KERN_AVX512, vbmi_supported, qp_lut8_apply_vbmi,
+};
+#endif
+
+bool qp_lut8_variant_runs(const struct qp_lut8_variant *v)
+{
+    return qp_kern_isa_available(v->isa) && (!v->supported || v->supported());
+}
+
+const char *qp_lut8_variant(void)
+{
+    const struct qp_lut8_variant *v = qp_kern_table()->lut8;
+    return v ? v->name : "ref";
+}
+
+void qp_lut8_apply(const uint8_t table[256], const uint8_t *x, size_t n,
+                   uint8_t *y)
+{
+    const struct qp_lut8_variant *v = qp_kern_table()->lut8;
+    if (v)
+        v->apply(table, x, n, y);
+    else
+        qp_lut8_apply_ref(table, x, n, y);
+}
+
+bool qp_lut8_apply_variant(const char *name, const uint8_t table[256],
+                           const uint8_t *x, size_t n, uint8_t *y)
+{
+    if (!strcmp(name, "ref")) {
+        qp_lut8_apply_ref(table, x, n, y);
+        return true;
+    }
+#if defined(__x86_64__)
+    if (!strcmp(name, qp_lut8_vbmi.name) && qp_lut8_variant_runs(&qp_lut8_vbmi)) {
+        qp_lut8_vbmi.apply(table, x, n, y);
+        return true;
+    }
+#endif
+    return false;
+}
