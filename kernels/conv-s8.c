@@ -12,7 +12,9 @@
  *              convolutions read the NHWC input as the GEMM's A directly
  *   nchw       NCHW with one group, on the 1-byte micro-kernels: the
  *              weights times packed input columns, straight from NCHW to
- *              NCHW (kernels/conv-s8-nchw.h)
+ *              NCHW (kernels/conv-s8-nchw.h); NCHW depthwise runs the
+ *              depthwise pixel kernel along rows of each plane
+ *              (kernels/depthwise-s8-nchw.h)
  *   ref        the reference, when none applies
  *
  * NCHW runs the same paths on an NHWC copy of the input (and an OHWI copy
@@ -26,6 +28,7 @@
 #include "core/parallel.h"
 #include "core/size.h"
 #include "kernels/conv-s8-nchw.h"
+#include "kernels/depthwise-s8-nchw.h"
 #include "kernels/depthwise-s8.h"
 #include "kernels/gemm-s8-ukernel.h"
 #include "kernels/gemm-s8.h"
@@ -270,12 +273,21 @@ static int run_threads(const struct qp_conv_s8 *c, size_t batch)
     return pixels / mr < (size_t)c->threads ? (int)(pixels / mr) : c->threads;
 }
 
+/* Depthwise on NCHW planes without transposes (kernels/depthwise-s8-nchw.h). */
+static bool dw_nchw(const struct qp_conv_s8 *c)
+{
+    return c->mode == CONV_DEPTHWISE && c->p.layout == QP_CONV_NCHW &&
+           qp_dw_s8_nchw_fits(c->dw);
+}
+
 size_t qp_conv_s8_scratch_size(const struct qp_conv_s8 *c, size_t batch)
 {
     if (c->mode == CONV_REF)
         return 0;
     if (c->mode == CONV_NCHW)
         return ALIGN + qp_conv_s8_nchw_scratch(c, batch);
+    if (dw_nchw(c))
+        return ALIGN + qp_dw_s8_nchw_scratch(c->dw, batch);
     size_t s = ALIGN + nchw_bytes(c, batch);
     if (c->mode == CONV_DEPTHWISE)
         return s + qp_dw_s8_scratch_size(c->dw, batch);
@@ -452,6 +464,10 @@ enum qp_status qp_conv_s8_run(const struct qp_conv_s8 *c, const void *input,
     char *s = align_ptr(scratch);
     if (c->mode == CONV_NCHW) {
         qp_conv_s8_nchw_run(c, input, batch, output, s);
+        return QP_OK;
+    }
+    if (dw_nchw(c)) {
+        qp_dw_s8_nchw_run(c->dw, input, batch, output, s);
         return QP_OK;
     }
     const uint8_t *in = input;

@@ -2,6 +2,7 @@
  * (model/qexec-fuse.h). */
 #include "model/qexec-fuse.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/parallel.h"
@@ -20,11 +21,13 @@
 struct member {
     int node, value;
     int nq, src[2];
+    bool pc;               /* its table has 256 codes per channel */
+    int qin;               /* pc: its quantized input */
     const uint8_t *table;  /* the node's own table */
     struct qp_tensor view; /* its output as a descriptor */
     struct qp_qparams qp;  /* the view's parameters (arrays in the plan) */
     bool needed;           /* must exist after the span */
-    uint8_t comp[256];     /* from the source's code to its own */
+    uint8_t *comp;         /* from the source's code to its own, per channel */
 };
 
 struct chain {
@@ -33,6 +36,12 @@ struct chain {
     const struct qp_tensor *src; /* its tensor */
     int n;                       /* members */
     struct member m[CHAIN_MAX];
+    /* per-channel members' axis and extent (channels 1: none) and the
+     * elements of one channel's run (the dims after the axis) */
+    int axis;
+    size_t channels, inner;
+    uint8_t comp1[CHAIN_MAX][256]; /* composed tables without channels */
+    uint8_t *comp_pc;              /* with: members x channels x 256 */
 };
 
 /* True when node i runs as a lookup table in the int mode (what
@@ -47,6 +56,25 @@ static bool runs_as_table(const struct qp_qplan *p, int i)
         return false;
     return q->kind == QP_QK_FLOAT ||
            (q->kind == QP_QK_ADD && !qp_rq_flavor_fixed(p->flavor));
+}
+
+/* True when node i may run as per-channel tables (qp_qint_channel_ok
+ * decides on its inputs): input 0 quantized, the others constants. */
+static bool channel_like(const struct qp_qplan *p, int i)
+{
+    const struct qp_node *n = &p->g->nodes[i];
+    static const char *const ops[] = {"Add", "Sub", "Mul", "Div",
+                                      "BatchNormalization"};
+    bool op = false;
+    for (size_t k = 0; k < sizeof ops / sizeof *ops; k++)
+        op |= !n->domain[0] && !strcmp(n->op_type, ops[k]);
+    if (!op || p->n[i].kind != QP_QK_FLOAT || p->n[i].lut_ok || n->n_out != 1 ||
+        n->n_in < 2 || n->in[0] < 0 || !p->v[n->in[0]].quant)
+        return false;
+    for (int k = 1; k < n->n_in; k++)
+        if (n->in[k] >= 0 && !p->g->values[n->in[k]].konst)
+            return false;
+    return true;
 }
 
 /* True when t holds value v as the int mode carries it. */
@@ -102,6 +130,44 @@ static bool gather(const struct qp_exec_span *s, const struct chain *ch,
     return true;
 }
 
+/* Appends node to the chain when it runs as per-channel tables
+ * (model/qexec-int.h) on a chain value of the source's shape, along the
+ * chain's channel axis if it has one. */
+static bool add_channel_member(const struct qp_qplan *p,
+                               const struct qp_exec_span *s, struct chain *ch,
+                               int node)
+{
+    const struct qp_node *n = &p->g->nodes[node];
+    const struct qp_tensor *in[QP_OP_MAX_IO];
+    struct qp_op_ctx c = {p->g, node, n, in, n->n_in, NULL, NULL, NULL};
+    int qin, axis, sl;
+    size_t chans;
+    if (!gather(s, ch, node, in) || !qp_qint_channel_ok(p, &c, &qin, &axis, &chans) ||
+        (sl = slot_of(ch, n->in[qin])) < 0 ||
+        !qp_shape_equal(in[qin]->ndim, in[qin]->shape, ch->src->ndim,
+                        ch->src->shape) ||
+        (ch->channels > 1 && (axis != ch->axis || chans != ch->channels)) ||
+        chans < 2 || chans * 256 * 4 > qp_tensor_numel(ch->src))
+        return false; /* composing tables per channel would cost more */
+    struct member *m = &ch->m[ch->n];
+    struct qp_tdesc d;
+    qp_tdesc_of(in[qin], &d);
+    ch->axis = axis;
+    ch->channels = chans;
+    ch->inner = 1;
+    for (int k = axis + 1; k < d.ndim; k++)
+        ch->inner *= (size_t)d.shape[k];
+    m->node = node;
+    m->value = n->out[0];
+    m->nq = 1;
+    m->src[0] = sl;
+    m->pc = true;
+    m->qin = qin;
+    set_view(p, m->value, &d, &m->view, &m->qp);
+    ch->n++;
+    return true;
+}
+
 /* Appends node to the chain when it is a table on the chain's values
  * and constants with the source's element count; false otherwise. */
 static bool add_member(const struct qp_qplan *p, const struct qp_exec_span *s,
@@ -109,8 +175,10 @@ static bool add_member(const struct qp_qplan *p, const struct qp_exec_span *s,
 {
     const struct qp_graph *g = p->g;
     const struct qp_node *n = &g->nodes[node];
-    if (ch->n == CHAIN_MAX || n->n_in > QP_OP_MAX_IO || !runs_as_table(p, node))
+    if (ch->n == CHAIN_MAX || n->n_in > QP_OP_MAX_IO)
         return false;
+    if (!runs_as_table(p, node))
+        return add_channel_member(p, s, ch, node);
     struct member *m = &ch->m[ch->n];
     const struct qp_tensor *in[QP_OP_MAX_IO], *ops[QP_OP_MAX_IO];
     int nops = 0;
@@ -139,19 +207,21 @@ static bool add_member(const struct qp_qplan *p, const struct qp_exec_span *s,
         return false;
     m->node = node;
     m->value = n->out[0];
+    m->pc = false;
     set_view(p, m->value, &d, &m->view, &m->qp);
     ch->n++;
     return true;
 }
 
 /* The value all quantized inputs of node are when node runs as a table
- * and that value exists, else -1: the source of a chain without head. */
+ * (or may run as per-channel ones) and that value exists, else -1: the
+ * source of a chain without head. */
 static int own_source(const struct qp_qplan *p, const struct qp_exec_span *s,
                       int node)
 {
     const struct qp_node *n = &p->g->nodes[node];
     int src = -1;
-    if (!runs_as_table(p, node))
+    if (!runs_as_table(p, node) && !channel_like(p, node))
         return -1;
     for (int k = 0; k < n->n_in; k++) {
         int v = n->in[k];
@@ -165,7 +235,8 @@ static int own_source(const struct qp_qplan *p, const struct qp_exec_span *s,
 }
 
 /* True when the next node of the span reads node's only output, a
- * quantized one, as a table (node then heads a chain). */
+ * quantized one, as a table or perhaps per-channel ones (node then heads
+ * a chain). */
 static bool feeds_table(const struct qp_qplan *p, const struct qp_exec_span *s,
                         int node)
 {
@@ -177,7 +248,7 @@ static bool feeds_table(const struct qp_qplan *p, const struct qp_exec_span *s,
     bool reads = false;
     for (int k = 0; k < m->n_in; k++)
         reads |= m->in[k] == n->out[0];
-    return reads && runs_as_table(p, next);
+    return reads && (runs_as_table(p, next) || channel_like(p, next));
 }
 
 /* Runs node, the span's first, when it heads a chain or has an integer
@@ -204,7 +275,8 @@ static enum qp_status run_head(struct qp_qplan *p, struct qp_exec_span *s,
     return qp_qplan_run_int(p, &c, out, err);
 }
 
-/* Each member's table, then the composition from the source's codes. */
+/* Each member's table, then the composition from the source's codes
+ * (per channel when a member has channels: comp_pc, malloc'd). */
 static enum qp_status compose(struct qp_qplan *p, struct qp_exec_span *s,
                               struct chain *ch, struct qp_error *err)
 {
@@ -215,20 +287,34 @@ static enum qp_status compose(struct qp_qplan *p, struct qp_exec_span *s,
         gather(s, ch, m->node, in);
         struct qp_op_ctx c = {s->g, m->node, n, in, n->n_in, s->scratch,
                               s->pool, s->state};
-        enum qp_status st = qp_qplan_lut(p, &c, &m->table, err);
+        enum qp_status st = m->pc ? qp_qint_channel_table(p, &c, m->qin, ch->axis,
+                                                          ch->channels,
+                                                          &m->table, err)
+                                  : qp_qplan_lut(p, &c, &m->table, err);
         if (st)
             return st;
     }
+    size_t chans = ch->channels;
+    if (chans > 1 &&
+        !(ch->comp_pc = malloc((size_t)ch->n * chans * 256)))
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
     uint8_t val[CHAIN_MAX + 1];
-    for (int code = 0; code < 256; code++) {
-        val[0] = (uint8_t)code;
-        for (int j = 0; j < ch->n; j++) {
-            struct member *m = &ch->m[j];
-            size_t i = m->nq == 1 ? val[m->src[0]]
-                                  : (size_t)val[m->src[0]] << 8 | val[m->src[1]];
-            m->comp[code] = val[j + 1] = m->table[i];
+    for (size_t c = 0; c < chans; c++)
+        for (int code = 0; code < 256; code++) {
+            val[0] = (uint8_t)code;
+            for (int j = 0; j < ch->n; j++) {
+                struct member *m = &ch->m[j];
+                size_t i = m->nq == 1 ? val[m->src[0]]
+                                      : (size_t)val[m->src[0]] << 8 | val[m->src[1]];
+                val[j + 1] = m->table[(m->pc ? c * 256 : 0) + i];
+            }
+            for (int j = 0; j < ch->n; j++) {
+                struct member *m = &ch->m[j];
+                m->comp = chans > 1 ? ch->comp_pc + ((size_t)j * chans) * 256
+                                    : ch->comp1[j];
+                m->comp[c * 256 + (size_t)code] = val[j + 1];
+            }
         }
-    }
     return QP_OK;
 }
 
@@ -237,20 +323,35 @@ static enum qp_status compose(struct qp_qplan *p, struct qp_exec_span *s,
 struct pass {
     const uint8_t *x;             /* the source's codes */
     size_t n;
+    size_t channels, inner;       /* element i's table: (i / inner) % channels */
     int k;                        /* outputs */
     const uint8_t *t[CHAIN_MAX];  /* their composed tables */
     uint8_t *y[CHAIN_MAX];        /* the last may be x (in place) */
 };
+
+/* Elements [i, i + len) all of channel c. */
+static void pass_run(const struct pass *ps, size_t c, size_t i, size_t len)
+{
+    for (int k = 0; k < ps->k; k++)
+        qp_lut8_apply(ps->t[k] + c * 256, ps->x + i, len, ps->y[k] + i);
+}
 
 static void pass_part(void *ctx, int t, int nt)
 {
     const struct pass *ps = ctx;
     size_t b, e;
     qp_parallel_split(ps->n, t, nt, 64, &b, &e);
-    for (size_t i = b; i < e; i += BLOCK) {
-        size_t len = e - i < BLOCK ? e - i : BLOCK;
+    if (ps->channels > 1 && ps->inner == 1) { /* the last axis */
         for (int k = 0; k < ps->k; k++)
-            qp_lut8_apply(ps->t[k], ps->x + i, len, ps->y[k] + i);
+            for (size_t i = b; i < e; i++)
+                ps->y[k][i] = ps->t[k][i % ps->channels * 256 + ps->x[i]];
+        return;
+    }
+    for (size_t i = b; i < e;) {
+        size_t run = ps->inner - i % ps->inner, len = BLOCK < run ? BLOCK : run;
+        len = e - i < len ? e - i : len;
+        pass_run(ps, ps->channels > 1 ? i / ps->inner % ps->channels : 0, i, len);
+        i += len;
     }
 }
 
@@ -262,7 +363,8 @@ static enum qp_status apply(struct qp_exec_span *s,
                             struct qp_tensor **out, struct qp_error *err)
 {
     int total = (ch->head >= 0) + ch->n, last = -1;
-    struct pass ps = {ch->src->data, qp_tensor_numel(ch->src), 0, {0}, {0}};
+    struct pass ps = {ch->src->data, qp_tensor_numel(ch->src), ch->channels,
+                      ch->channels > 1 ? ch->inner : BLOCK, 0, {0}, {0}};
     bool src_needed = ch->head < 0 || qp_exec_span_needed(s, ch->source, total);
     for (int j = 0; j < ch->n; j++) {
         struct member *m = &ch->m[j];
@@ -334,6 +436,10 @@ enum qp_status qp_qfuse_run_span(void *ctx, struct qp_exec_span *s, int *done,
     *done = 0;
     ch.n = 0;
     ch.head = -1;
+    ch.axis = -1;
+    ch.channels = 1;
+    ch.inner = 1;
+    ch.comp_pc = NULL;
     ch.source = own_source(p, s, node);
     if (ch.source >= 0) {
         ch.src = qp_exec_span_value(s, ch.source);
@@ -351,10 +457,13 @@ enum qp_status qp_qfuse_run_span(void *ctx, struct qp_exec_span *s, int *done,
     for (int k = first; ch.src && k < s->len; k++)
         if (!add_member(p, s, &ch, g->order[s->pos + k]))
             break;
-    if (ch.head < 0 && ch.n < 2)
+    /* a single table without head is as fast alone; a per-channel one
+     * replaces the float way */
+    if (ch.head < 0 && (ch.n == 0 || (ch.n == 1 && !ch.m[0].pc)))
         return QP_OK;
     if (ch.n > 0 && !(st = compose(p, s, &ch, err)))
         st = apply(s, &ch, hout, out, err);
+    free(ch.comp_pc);
     if ((st = finish(s, &ch, hout, out, st, err)))
         return st;
     *done = (ch.head >= 0) + ch.n;

@@ -2,6 +2,7 @@
  * mode (model/qexec-int.h). */
 #include "model/qexec-int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/lut-s8.h"
@@ -189,6 +190,123 @@ static enum qp_status run_concat(const struct qp_qplan *p,
         st = run_moved(p, c, in, out, err);
     for (int k = 0; k < c->n_in; k++)
         qp_op_free_tensor(c, tmp[k]);
+    return st;
+}
+
+/* ---- per-channel tables --------------------------------------------------- */
+
+/* The axis along which constant k of an output of rank nd varies (dims
+ * aligned to the right, every other one 1), or -1; *len its extent. */
+static int varying_axis(const struct qp_tensor *k, int nd, size_t *len)
+{
+    int axis = -1;
+    if (k->ndim > nd)
+        return -1;
+    for (int d = 0; d < k->ndim; d++) {
+        if (k->shape[d] == 1)
+            continue;
+        if (axis >= 0)
+            return -1;
+        axis = nd - k->ndim + d;
+        *len = (size_t)k->shape[d];
+    }
+    return axis;
+}
+
+static bool bn_ok(const struct qp_op_ctx *c, int *axis, size_t *channels)
+{
+    const struct qp_tensor *x = c->in[0];
+    if (c->n_in != 5 || c->n->n_out != 1 || x->ndim < 2 ||
+        qp_attr_int(c->n, "training_mode", 0))
+        return false;
+    for (int k = 1; k < 5; k++) {
+        const struct qp_tensor *t = c->n->in[k] >= 0
+                                        ? c->g->values[c->n->in[k]].konst : NULL;
+        if (!t || t->dtype != QP_DTYPE_F32 ||
+            qp_tensor_numel(t) != (size_t)x->shape[1])
+            return false;
+    }
+    *axis = 1;
+    *channels = (size_t)x->shape[1];
+    return true;
+}
+
+bool qp_qint_channel_ok(const struct qp_qplan *p, const struct qp_op_ctx *c,
+                        int *qin, int *axis, size_t *channels)
+{
+    const struct qp_node *n = c->n;
+    const struct qp_qnode *q = &p->n[c->node];
+    if (q->kind != QP_QK_FLOAT || q->lut_ok || q->wq || n->n_out != 1 ||
+        n->out[0] < 0 || !p->v[n->out[0]].quant || n->n_in < 1 ||
+        n->in[0] < 0 || !p->v[n->in[0]].quant || !c->in[0] ||
+        c->in[0]->dtype != p->v[n->in[0]].dtype || c->in[0]->ndim < 2)
+        return false;
+    *qin = 0;
+    if (is_op(n, "BatchNormalization"))
+        return bn_ok(c, axis, channels);
+    if (!(is_op(n, "Add") || is_op(n, "Sub") || is_op(n, "Mul") ||
+          is_op(n, "Div")) || n->n_in != 2 || n->in[1] < 0)
+        return false;
+    const struct qp_tensor *x = c->in[0], *k = c->g->values[n->in[1]].konst;
+    if (!k || k->dtype != QP_DTYPE_F32)
+        return false;
+    *axis = varying_axis(k, x->ndim, channels);
+    return *axis >= 0 && (size_t)x->shape[*axis] == *channels;
+}
+
+enum qp_status qp_qint_channel_table(struct qp_qplan *p,
+                                     const struct qp_op_ctx *c, int qin,
+                                     int axis, size_t channels,
+                                     const uint8_t **table,
+                                     struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    *table = q->lut;
+    if (q->lut)
+        return QP_OK;
+    /* every code of every channel: [1.., C at axis, .., 256 on another] */
+    int nd = c->in[qin]->ndim, cax = axis == nd - 1 ? nd - 2 : nd - 1;
+    int64_t shape[QP_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        shape[d] = d == axis ? (int64_t)channels : d == cax ? 256 : 1;
+    size_t inner = axis < cax ? 1 : channels; /* stride between codes */
+    struct qp_tensor *x, *out[QP_OP_MAX_IO] = {0};
+    enum qp_status st = qp_tensor_new(c->in[qin]->name, QP_DTYPE_F32, nd, shape,
+                                      &x, err);
+    if (st)
+        return st;
+    float v[256];
+    code_values(&p->v[c->n->in[qin]], v);
+    float *xp = x->data;
+    for (size_t ch = 0; ch < channels; ch++)
+        for (size_t k = 0; k < 256; k++)
+            xp[axis < cax ? ch * 256 + k : k * channels + ch] = v[k];
+    const struct qp_tensor *in[QP_OP_MAX_IO];
+    for (int k = 0; k < c->n_in; k++)
+        in[k] = k == qin ? x : c->in[k];
+    st = qp_exec_node_as(c, in, out, err);
+    uint8_t *t = NULL, *raw = NULL;
+    const struct qp_qval *vo = &p->v[c->n->out[0]];
+    if (!st && (!out[0] || out[0]->dtype != QP_DTYPE_F32 ||
+                qp_tensor_numel(out[0]) != 256 * channels))
+        st = qp_op_fail(err, c, QP_E_SHAPE, "channel table: unexpected output");
+    if (!st && (!(t = malloc(256 * channels)) || !(raw = malloc(256 * channels))))
+        st = qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    if (!st) {
+        qp_qa_quantize_row(p->qa, out[0]->data, 256 * channels, vo->scale,
+                           vo->zp, vo->qmin, vo->qmax, vo->dtype, raw);
+        for (size_t ch = 0; ch < channels; ch++)
+            for (size_t k = 0; k < 256; k++)
+                t[ch * 256 + k] = raw[inner == 1 ? ch * 256 + k : k * channels + ch];
+        q->lut = t;
+        *table = t;
+        t = NULL;
+    }
+    free(t);
+    free(raw);
+    qp_tensor_free(x);
+    for (int k = 0; k < c->n->n_out; k++)
+        qp_tensor_free(out[k]);
     return st;
 }
 

@@ -21,6 +21,27 @@
 
 #include "model/qplan.h"
 
+/* Per-channel tables. An Add, Sub, Mul or Div of one quantized input and
+ * a float constant that varies along one axis only (a bias [C, 1, 1]),
+ * and an inference BatchNormalization (axis 1), compute each output
+ * element from its input's code and its index along that axis alone, by
+ * arithmetic that gives the same bits wherever the element lies: a table
+ * of 256 codes per index (the operator run on every code of every
+ * channel, quantized) replaces dequantize, float operator, quantize.
+ * qp_qint_channel_ok tells whether c's node is such a node (its quantized
+ * input is c->in[*qin], a tensor or a descriptor, of the output's shape);
+ * *axis and *channels say along what. */
+bool qp_qint_channel_ok(const struct qp_qplan *p, const struct qp_op_ctx *c,
+                        int *qin, int *axis, size_t *channels);
+
+/* The node's table [channels][256] (built on first use with c's scratch
+ * and pool, kept in the plan's node as its lookup table). */
+enum qp_status qp_qint_channel_table(struct qp_qplan *p,
+                                     const struct qp_op_ctx *c, int qin,
+                                     int axis, size_t channels,
+                                     const uint8_t **table,
+                                     struct qp_error *err);
+
 /* True when node i of p has an integer computation above and c's inputs
  * (its node's, as the int mode carries them) suit it. */
 bool qp_qint_ok(const struct qp_qplan *p, const struct qp_op_ctx *c);

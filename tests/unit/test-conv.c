@@ -552,4 +552,23 @@ QP_TEST(conv_nchw_direct_matches_reference)
     q.ic = 40;
     q.oc = 50;
     check_cprob(ctx, &r, &q);             /* a 1-D row, extreme values */
+    /* depthwise planes (kernels/depthwise-s8-nchw.h): depth multiplier 2,
+     * padding, both threads; then 5x5 dilated, int8 */
+    struct cprob dq = {.layout = QP_CONV_NCHW, .batch = 2, .h = 40, .w = 50,
+                       .ic = 24, .oc = 48, .groups = 24, .kh = 3, .kw = 3,
+                       .stride = 1, .dil = 1, .pt = 1, .pl = 1, .pb = 1,
+                       .pr = 1, .idt = QP_DTYPE_U8, .fdt = QP_DTYPE_I8,
+                       .izp = 77, .requant = 1, .per_channel = 1, .bias = 1,
+                       .threads = 2};
+    check_cprob(ctx, &r, &dq);
+    dq.kh = dq.kw = 5;
+    dq.dil = 2;
+    dq.pt = 4;
+    dq.pb = 2;
+    dq.pl = 0;
+    dq.pr = 3;
+    dq.idt = QP_DTYPE_I8;
+    dq.izp = -9;
+    dq.oc = 24;
+    check_cprob(ctx, &r, &dq);
 }

@@ -1,0 +1,170 @@
+/* kernels/depthwise-s8-nchw.c: depthwise convolution on NCHW planes
+ * (kernels/depthwise-s8-nchw.h). */
+#include "kernels/depthwise-s8-nchw.h"
+
+#include <string.h>
+
+#include "core/parallel.h"
+#include "kernels/depthwise-s8-ukernel.h"
+#include "kernels/kern-util.h"
+
+#define ALIGN 64
+/* Channels from which the NHWC kernel is faster (measured on PP-OCR). */
+#define NCHW_MAX_CHANNELS 64
+/* Below this many multiply-accumulates one thread is faster. */
+#define MIN_PARALLEL_MACS (1 << 18)
+
+static size_t round_up(size_t x, size_t a)
+{
+    return (x + a - 1) / a * a;
+}
+
+bool qp_dw_s8_nchw_fits(const struct qp_dw_s8 *dw)
+{
+    int32_t zp = dw->p.input_zero_point;
+    bool fits = dw->p.in_dtype == QP_DTYPE_I8 ? zp >= -128 && zp <= 127
+                                              : zp >= 0 && zp <= 255;
+    /* with many channels the NHWC kernel's vectors are full and its
+     * per-pixel setup small: it is faster there, transposes included */
+    return dw->uk && dw->p.rq && dw->out_w > 0 && fits && /* padding is zp */
+           dw->p.geom.stride_w == 1 && dw->out_c < NCHW_MAX_CHANNELS;
+}
+
+/* Per thread: the padded plane, gathered tap rows (stride > 1), the
+ * taps' weights repeated along a row, the row's bias and accumulators,
+ * and the tap pointers. */
+struct layout {
+    size_t pw, ph;                          /* padded plane */
+    size_t plane, rows, wrep, init, acc, xp, wp, total; /* offsets */
+};
+
+static struct layout thread_layout(const struct qp_dw_s8 *dw)
+{
+    const struct qp_conv_geom *g = &dw->p.geom;
+    size_t taps = g->kernel_h * g->kernel_w, ow = dw->out_w;
+    struct layout l;
+    l.pw = g->in_w + g->pad_left + g->pad_right;
+    l.ph = g->in_h + g->pad_top + g->pad_bottom;
+    l.plane = 0;
+    l.rows = round_up(l.pw * l.ph, ALIGN);
+    l.wrep = l.rows + (g->stride_w > 1 ? round_up(taps * ow, ALIGN) : 0);
+    l.init = l.wrep + round_up(taps * ow * sizeof(int32_t), ALIGN);
+    l.acc = l.init + round_up(ow * sizeof(int32_t), ALIGN);
+    l.xp = l.acc + round_up(ow * sizeof(int32_t), ALIGN);
+    l.wp = l.xp + round_up(taps * sizeof(void *), ALIGN);
+    l.total = l.wp + round_up(taps * sizeof(void *), ALIGN);
+    return l;
+}
+
+static int run_threads(const struct qp_dw_s8 *dw, size_t batch)
+{
+    const struct qp_conv_geom *g = &dw->p.geom;
+    double macs = (double)batch * dw->out_h * dw->out_w * dw->out_c *
+                  g->kernel_h * g->kernel_w;
+    size_t planes = batch * dw->out_c;
+    if (dw->threads <= 1 || macs < MIN_PARALLEL_MACS || planes < 2)
+        return 1;
+    return planes < (size_t)dw->threads ? (int)planes : dw->threads;
+}
+
+size_t qp_dw_s8_nchw_scratch(const struct qp_dw_s8 *dw, size_t batch)
+{
+    return (size_t)run_threads(dw, batch) * thread_layout(dw).total;
+}
+
+/* The padded copy of plane x (H x W) into dst (ph x pw). */
+static void pad_plane(const struct qp_dw_s8 *dw, const struct layout *l,
+                      const uint8_t *x, uint8_t *dst)
+{
+    const struct qp_conv_geom *g = &dw->p.geom;
+    uint8_t zp = (uint8_t)dw->p.input_zero_point;
+    memset(dst, zp, g->pad_top * l->pw);
+    for (size_t y = 0; y < g->in_h; y++) {
+        uint8_t *d = dst + (g->pad_top + y) * l->pw;
+        memset(d, zp, g->pad_left);
+        memcpy(d + g->pad_left, x + y * g->in_w, g->in_w);
+        memset(d + g->pad_left + g->in_w, zp, g->pad_right);
+    }
+    memset(dst + (g->pad_top + g->in_h) * l->pw, zp, g->pad_bottom * l->pw);
+}
+
+/* Output plane oc of one image from its padded input plane. */
+static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
+                      size_t oc, const uint8_t *pp, char *y, char *s)
+{
+    const struct qp_conv_geom *g = &dw->p.geom;
+    size_t taps = g->kernel_h * g->kernel_w, ow = dw->out_w;
+    size_t es = qp_kern_out_size(dw->p.rq);
+    uint8_t *rows = (uint8_t *)s + l->rows;
+    int32_t *wrep = (int32_t *)(void *)(s + l->wrep);
+    int32_t *init = (int32_t *)(void *)(s + l->init);
+    int32_t *acc = (int32_t *)(void *)(s + l->acc);
+    const uint8_t **xp = (const uint8_t **)(void *)(s + l->xp);
+    const int32_t **wp = (const int32_t **)(void *)(s + l->wp);
+    for (size_t t = 0; t < taps; t++) {
+        int32_t w = dw->w[t * dw->out_c + oc];
+        for (size_t j = 0; j < ow; j++)
+            wrep[t * ow + j] = w;
+        wp[t] = wrep + t * ow;
+    }
+    for (size_t j = 0; j < ow; j++)
+        init[j] = dw->bias[oc];
+    bool sgn = dw->p.in_dtype == QP_DTYPE_I8;
+    for (size_t oy = 0; oy < dw->out_h; oy++) {
+        for (size_t ky = 0; ky < g->kernel_h; ky++) {
+            const uint8_t *r = pp + (oy * g->stride_h + ky * g->dilation_h) * l->pw;
+            for (size_t kx = 0; kx < g->kernel_w; kx++) {
+                size_t t = ky * g->kernel_w + kx, x0 = kx * g->dilation_w;
+                if (g->stride_w == 1) {
+                    xp[t] = r + x0;
+                    continue;
+                }
+                uint8_t *d = rows + t * ow;
+                for (size_t j = 0; j < ow; j++)
+                    d[j] = r[x0 + j * g->stride_w];
+                xp[t] = d;
+            }
+        }
+        dw->uk->pixel(ow, taps, xp, wp, sgn, dw->p.input_zero_point, init, acc);
+        qp_rq_apply_plane(dw->p.rq, oc, acc, ow, y + oy * ow * es);
+    }
+}
+
+struct run_ctx {
+    const struct qp_dw_s8 *dw;
+    const uint8_t *in;
+    char *out;
+    char *scratch;
+    size_t batch;
+};
+
+static void run_share(void *arg, int t, int nt)
+{
+    const struct run_ctx *x = arg;
+    const struct qp_dw_s8 *dw = x->dw;
+    const struct qp_conv_geom *g = &dw->p.geom;
+    struct layout l = thread_layout(dw);
+    char *s = x->scratch + (size_t)t * l.total;
+    size_t ohw = dw->out_h * dw->out_w, hw = g->in_h * g->in_w;
+    size_t es = qp_kern_out_size(dw->p.rq), dm = dw->p.depth_multiplier;
+    size_t p0, p1, last = SIZE_MAX;
+    qp_parallel_split(x->batch * dw->out_c, t, nt, 1, &p0, &p1);
+    for (size_t p = p0; p < p1; p++) {
+        size_t b = p / dw->out_c, oc = p % dw->out_c;
+        size_t src = b * dw->p.in_c + oc / dm; /* input plane */
+        if (src != last)
+            pad_plane(dw, &l, x->in + src * hw, (uint8_t *)s + l.plane);
+        last = src;
+        run_plane(dw, &l, oc, (const uint8_t *)s + l.plane,
+                  x->out + p * ohw * es, s);
+    }
+}
+
+void qp_dw_s8_nchw_run(const struct qp_dw_s8 *dw, const uint8_t *input,
+                       size_t batch, char *output, char *scratch)
+{
+    struct run_ctx x = {dw, input, output, scratch, batch};
+    if (dw->out_h * dw->out_w == 0)
+        return;
+    qp_parallel_run(run_share, &x, run_threads(dw, batch));
+}
