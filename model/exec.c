@@ -3,6 +3,7 @@
 
 #include <fnmatch.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -66,13 +67,29 @@ static void cache_release(struct bufcache *c)
 /* Bytes of physical memory: no single buffer of a run may be larger (a
  * model whose shapes ask for more fails with a message instead of a
  * failed or overcommitted allocation). */
-static size_t physical_bytes(void)
+static size_t physical_bytes_now(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0)
         return SIZE_MAX;
     return (size_t)pages > SIZE_MAX / (size_t)page ? SIZE_MAX
                                                    : (size_t)pages * (size_t)page;
+}
+
+static pthread_once_t physical_once = PTHREAD_ONCE_INIT;
+static size_t physical;
+
+static void physical_init(void)
+{
+    physical = physical_bytes_now();
+}
+
+/* Asked once per process: sysconf(_SC_PHYS_PAGES) is a system call, and
+ * every allocation of a run checks against it. */
+static size_t physical_bytes(void)
+{
+    pthread_once(&physical_once, physical_init);
+    return physical;
 }
 
 /* A tensor with uninitialized owned data (from the cache when it fits). */

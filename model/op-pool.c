@@ -84,12 +84,15 @@ static enum qp_status pool_run(const struct qp_op_ctx *c,
     const float *xf = x->data;
     float *yf = out[0]->data;
     size_t nx = qp_tensor_numel(x), ny = qp_tensor_numel(out[0]);
-    if (x->dtype != QP_DTYPE_F32) {
+    bool s8 = x->dtype == QP_DTYPE_I8;
+    if (x->dtype != QP_DTYPE_F32) { /* 8-bit (pool_geom): typed loops */
         float *buf = qp_op_scratch(c, (nx + ny) * sizeof(float));
         if (!buf)
             return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+        const int8_t *xs = x->data;
+        const uint8_t *xu = x->data;
         for (size_t i = 0; i < nx; i++)
-            buf[i] = (float)qp_elem_get_i64(x->dtype, x->data, i);
+            buf[i] = s8 ? (float)xs[i] : (float)xu[i];
         xf = buf;
         yf = buf + nx;
     }
@@ -99,9 +102,17 @@ static enum qp_status pool_run(const struct qp_op_ctx *c,
     } else {
         qp_avgpool_f32(c->pool, &g, xf, yf, qp_attr_int(c->n, "count_include_pad", 0));
     }
-    if (x->dtype != QP_DTYPE_F32)
-        for (size_t i = 0; i < ny; i++)
-            qp_elem_set_i64(out[0]->dtype, out[0]->data, i, (int64_t)yf[i]);
+    if (x->dtype != QP_DTYPE_F32) {
+        int8_t *ys = out[0]->data;
+        uint8_t *yu = out[0]->data;
+        for (size_t i = 0; i < ny; i++) { /* as qp_elem_set_i64 narrows */
+            int64_t v = (int64_t)yf[i];
+            if (s8)
+                ys[i] = (int8_t)(uint8_t)v;
+            else
+                yu[i] = (uint8_t)v;
+        }
+    }
     return QP_OK;
 }
 

@@ -40,9 +40,31 @@ struct chain {
      * elements of one channel's run (the dims after the axis) */
     int axis;
     size_t channels, inner;
-    uint8_t comp1[CHAIN_MAX][256]; /* composed tables without channels */
-    uint8_t *comp_pc;              /* with: members x channels x 256 */
 };
+
+/* A chain's composed tables, kept in the plan by its first node. */
+struct cached {
+    bool head;             /* the first node heads the chain */
+    int n;                 /* members composed */
+    int nodes[CHAIN_MAX];  /* theirs */
+    size_t channels;
+    uint8_t *comp;         /* [n][channels][256] */
+};
+
+struct qp_qfuse_cache {
+    size_t n;
+    struct cached *at;     /* [n]: by node */
+};
+
+void qp_qfuse_cache_free(struct qp_qfuse_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n; i++)
+        free(c->at[i].comp);
+    free(c->at);
+    free(c);
+}
 
 /* True when node i runs as a lookup table in the int mode (what
  * qp_qplan_run_int does for it): an elementwise node of quantized inputs
@@ -148,7 +170,7 @@ static bool add_channel_member(const struct qp_qplan *p,
                         ch->src->shape) ||
         (ch->channels > 1 && (axis != ch->axis || chans != ch->channels)) ||
         chans < 2 || chans * 256 * 4 > qp_tensor_numel(ch->src))
-        return false; /* composing tables per channel would cost more */
+        return false; /* building tables per channel would cost more */
     struct member *m = &ch->m[ch->n];
     struct qp_tdesc d;
     qp_tdesc_of(in[qin], &d);
@@ -275,11 +297,47 @@ static enum qp_status run_head(struct qp_qplan *p, struct qp_exec_span *s,
     return qp_qplan_run_int(p, &c, out, err);
 }
 
+/* The cache entry of ch (by its first node), made when missing; NULL
+ * when out of memory. */
+static struct cached *entry(struct qp_qplan *p, const struct chain *ch)
+{
+    if (!p->fuse && (p->fuse = calloc(1, sizeof *p->fuse))) {
+        p->fuse->n = (size_t)p->g->n_nodes;
+        if (!(p->fuse->at = calloc(p->fuse->n, sizeof *p->fuse->at))) {
+            free(p->fuse);
+            p->fuse = NULL;
+        }
+    }
+    return p->fuse ? &p->fuse->at[ch->head >= 0 ? ch->head : ch->m[0].node]
+                   : NULL;
+}
+
+/* True when e holds ch's composed tables (ch's members a prefix of e's). */
+static bool cached_has(const struct cached *e, const struct chain *ch)
+{
+    if (!e->comp || e->head != (ch->head >= 0) || e->n < ch->n ||
+        e->channels != ch->channels)
+        return false;
+    for (int j = 0; j < ch->n; j++)
+        if (e->nodes[j] != ch->m[j].node)
+            return false;
+    return true;
+}
+
 /* Each member's table, then the composition from the source's codes
- * (per channel when a member has channels: comp_pc, malloc'd). */
+ * (per channel when a member has channels), kept in the plan. */
 static enum qp_status compose(struct qp_qplan *p, struct qp_exec_span *s,
                               struct chain *ch, struct qp_error *err)
 {
+    size_t chans = ch->channels, per = chans * 256;
+    struct cached *e = entry(p, ch);
+    if (!e)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    if (cached_has(e, ch)) {
+        for (int j = 0; j < ch->n; j++)
+            ch->m[j].comp = e->comp + (size_t)j * per;
+        return QP_OK;
+    }
     for (int j = 0; j < ch->n; j++) {
         struct member *m = &ch->m[j];
         const struct qp_node *n = &s->g->nodes[m->node];
@@ -288,30 +346,29 @@ static enum qp_status compose(struct qp_qplan *p, struct qp_exec_span *s,
         struct qp_op_ctx c = {s->g, m->node, n, in, n->n_in, s->scratch,
                               s->pool, s->state};
         enum qp_status st = m->pc ? qp_qint_channel_table(p, &c, m->qin, ch->axis,
-                                                          ch->channels,
-                                                          &m->table, err)
+                                                          chans, &m->table, err)
                                   : qp_qplan_lut(p, &c, &m->table, err);
         if (st)
             return st;
     }
-    size_t chans = ch->channels;
-    if (chans > 1 &&
-        !(ch->comp_pc = malloc((size_t)ch->n * chans * 256)))
+    uint8_t *comp = malloc((size_t)ch->n * per);
+    if (!comp)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
+    free(e->comp);
+    *e = (struct cached){ch->head >= 0, ch->n, {0}, chans, comp};
+    for (int j = 0; j < ch->n; j++) {
+        e->nodes[j] = ch->m[j].node;
+        ch->m[j].comp = comp + (size_t)j * per;
+    }
     uint8_t val[CHAIN_MAX + 1];
     for (size_t c = 0; c < chans; c++)
         for (int code = 0; code < 256; code++) {
             val[0] = (uint8_t)code;
             for (int j = 0; j < ch->n; j++) {
-                struct member *m = &ch->m[j];
+                const struct member *m = &ch->m[j];
                 size_t i = m->nq == 1 ? val[m->src[0]]
                                       : (size_t)val[m->src[0]] << 8 | val[m->src[1]];
                 val[j + 1] = m->table[(m->pc ? c * 256 : 0) + i];
-            }
-            for (int j = 0; j < ch->n; j++) {
-                struct member *m = &ch->m[j];
-                m->comp = chans > 1 ? ch->comp_pc + ((size_t)j * chans) * 256
-                                    : ch->comp1[j];
                 m->comp[c * 256 + (size_t)code] = val[j + 1];
             }
         }
@@ -439,7 +496,6 @@ enum qp_status qp_qfuse_run_span(void *ctx, struct qp_exec_span *s, int *done,
     ch.axis = -1;
     ch.channels = 1;
     ch.inner = 1;
-    ch.comp_pc = NULL;
     ch.source = own_source(p, s, node);
     if (ch.source >= 0) {
         ch.src = qp_exec_span_value(s, ch.source);
@@ -463,7 +519,6 @@ enum qp_status qp_qfuse_run_span(void *ctx, struct qp_exec_span *s, int *done,
         return QP_OK;
     if (ch.n > 0 && !(st = compose(p, s, &ch, err)))
         st = apply(s, &ch, hout, out, err);
-    free(ch.comp_pc);
     if ((st = finish(s, &ch, hout, out, st, err)))
         return st;
     *done = (ch.head >= 0) + ch.n;

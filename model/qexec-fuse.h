@@ -30,6 +30,13 @@
 enum qp_status qp_qfuse_run_span(void *ctx, struct qp_exec_span *s, int *done,
                                  struct qp_error *err);
 
+/* Composed tables of chains already run, by the chain's first node:
+ * a chain's tables depend only on the plan and its members, and a
+ * shorter chain from the same node (a span cut by skipped nodes) is a
+ * prefix of a longer one. Owned by the plan (struct qp_qplan.fuse). */
+struct qp_qfuse_cache;
+void qp_qfuse_cache_free(struct qp_qfuse_cache *c);
+
 /* The lookup table of node c->node (model/qexec.c; built from c's inputs,
  * whose quantized ones need only dtype and qparams, on first use):
  * 256 entries, or 65536 for two quantized inputs (index a * 256 + b). */

@@ -155,6 +155,8 @@ struct qp_qplan {
     struct qp_observer **obs;     /* [g->n_values] during calibration */
     size_t calib_batches;
     bool finished;
+    struct qp_qfuse_cache *fuse;  /* the int mode's composed tables, or NULL
+                                     (model/qexec-fuse.h) */
 };
 
 /* Plans g for o's mode: schemes per layer, weights quantized, observers
