@@ -169,6 +169,7 @@ int cmd_inspect(int argc, char **argv)
                     "stdout", &output),
         QP_OPT_PARSE_("format", 'f', "NAME", "container format when the path "
                       "does not tell: safetensors, npz, h5, npy, pb, onnx, "
+                      "gguf, tflite, "
                       "npy-dir, pb-dir, raw-dir", &format, qp_opt_dump_format),
         QP_OPT_FLAG_("quiet", 'q', "no progress on stderr", &quiet),
         QP_OPT_END_,

@@ -11,9 +11,11 @@
 #include "cli/cli.h"
 #include "cli/commands.h"
 #include "cli/opt-types.h"
+#include "core/fileio.h"
 #include "formats/dump.h"
 #include "model/sink.h"
 #include "model/session.h"
+#include "model/tflite-import.h"
 #include "quant/recipe.h"
 #include "quant/scheme.h"
 
@@ -38,7 +40,11 @@ static const struct qp_cli cli = {
     "and a device\ndump) align in 'qprobe diff'; the int mode writes "
     "integers with their scales.\nBatchNormalization after a Conv is folded "
     "into it (its output keeps the BN's name)\nunless --keep-batchnorm. "
-    "Without --dump, the outputs are summarised on stdout.",
+    "Without --dump, the outputs are summarised on stdout.\n"
+    "A .tflite model runs TFLite's own integer arithmetic (the int mode, its "
+    "default):\n--requant tflite (TFLite Micro, default) or tflite-x86 "
+    "(TFLite's x86 kernels);\n--mode fp32 runs its dequantized float "
+    "reference.",
     1, 1, "one MODEL",
 };
 
@@ -47,8 +53,10 @@ struct run_args {
     enum qp_dump_format format;
     enum qp_run_mode mode;
     struct qp_scheme scheme;
-    bool has_scheme, has_flavor;
+    bool has_scheme, has_flavor, mode_given, tfl;
+    const char *requant;
     enum qp_rq_flavor flavor;
+    enum qp_tfl_flavor tfl_flavor;
     struct qp_cli_list inputs;
     bool keep_bn, quiet;
 };
@@ -80,7 +88,7 @@ static int make_plan(const struct run_args *a, struct qp_session *s,
     struct qp_error err;
     struct qp_session_cfg cfg = {.mode = a->mode,
         .scheme = a->has_scheme ? &a->scheme : NULL, .recipe = recipe,
-        .flavor = a->flavor, .flavor_given = a->has_flavor};
+        .flavor = a->flavor, .flavor_given = a->has_flavor && !a->tfl};
     const struct qp_graph *g = qp_session_graph(s);
     size_t runs = 0;
     enum qp_status st = QP_OK;
@@ -142,7 +150,7 @@ static void summarise(const struct qp_tensor *t)
            qp_dtype_name(t->dtype), shape, lo, hi, n ? sum / (double)n : NAN);
 }
 
-static int run(const struct run_args *a)
+static int run(struct run_args *a)
 {
     struct qp_error err;
     struct qp_session *s = NULL;
@@ -152,10 +160,14 @@ static int run(const struct run_args *a)
     struct qp_recipe *recipe = NULL;
     struct qp_dump *local = NULL;
     int rc = QP_EXIT_FAIL;
-    struct qp_session_opts so = {a->keep_bn};
+    struct qp_session_opts so = {.keep_bn = a->keep_bn,
+        .tfl_flavor = a->tfl_flavor,
+        .dequantize = a->tfl && a->mode_given && a->mode == QP_MODE_FP32};
     if (qp_session_open(a->model, &so, &s, &err))
         return qp_cli_fail(&err);
     const struct qp_graph *g = qp_session_graph(s);
+    if (a->tfl && !a->mode_given) /* its own arithmetic, or float */
+        a->mode = qp_session_own_quant(s) ? QP_MODE_INT : QP_MODE_FP32;
     if (a->recipe && qp_recipe_load(a->recipe, &recipe, &err))
         goto done;
     if (a->local && qp_dump_open(a->local, QP_DUMP_AUTO, &local, &err))
@@ -183,9 +195,14 @@ static int run(const struct run_args *a)
     qp_cli_progress_done();
     if (st || (sink.w && qp_sink_commit(&sink, g, outs, &err)))
         goto done;
+    const char *how = qp_run_mode_name(a->mode);
+    if (a->tfl && so.dequantize)
+        how = "fp32 (dequantized)";
+    else if (a->tfl && a->mode == QP_MODE_INT)
+        how = qp_tfl_flavor_name(a->tfl_flavor);
     printf("%s: %s%s, %d nodes in %.1f ms, peak activations %.1f MiB\n",
-           a->model, qp_run_mode_name(a->mode), local ? " (local)" : "",
-           g->n_nodes, stats.seconds * 1e3, (double)stats.peak_bytes / (1 << 20));
+           a->model, how, local ? " (local)" : "", g->n_nodes,
+           stats.seconds * 1e3, (double)stats.peak_bytes / (1 << 20));
     if (a->dump)
         printf("%zu tensors written to %s\n", sink.count, a->dump);
     else
@@ -233,9 +250,10 @@ int cmd_run(int argc, char **argv)
         QP_OPT_STR_("calib", 0, "DIR", "calibration inputs for the activation "
                     "ranges: every .npy or .pb file of DIR (or one file) is one "
                     "run (default: the --input batch)", &a.calib),
-        QP_OPT_PARSE_("requant", 0, "FLAVOR", "requantization flavor (default: "
-                      "the recipe's, else tflite; ort for a model's own "
-                      "quantization)", &a.flavor, qp_opt_flavor),
+        QP_OPT_STR_("requant", 0, "FLAVOR", "requantization flavor (default: "
+                    "the recipe's, else tflite; ort for a model's own "
+                    "quantization; for a .tflite model tflite or tflite-x86)",
+                    &a.requant),
         QP_OPT_STR_("local", 0, "REF", "teacher forcing: every node reads its "
                     "activation inputs from the dump REF (e.g. the fp32 run), "
                     "so that each layer's error is its own", &a.local),
@@ -249,18 +267,33 @@ int cmd_run(int argc, char **argv)
     int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
     a.has_scheme = qp_cli_given(opts, "scheme");
     a.has_flavor = qp_cli_given(opts, "requant");
+    a.mode_given = qp_cli_given(opts, "mode");
+    if (rc == QP_CLI_GO) {
+        a.model = argv[first];
+        a.tfl = qp_str_ends_with(a.model, ".tflite");
+    }
     if (rc != QP_CLI_GO)
         ;
     else if (!a.inputs.n)
         rc = qp_cli_usage(&cli, "--input is required");
+    else if (a.tfl && a.requant &&
+             !qp_tfl_flavor_from_name(a.requant, &a.tfl_flavor))
+        rc = qp_cli_usage(&cli, "unknown TFLite flavor '%s' (tflite, "
+                          "tflite-x86)", a.requant);
+    else if (!a.tfl && a.requant && !qp_rq_flavor_from_name(a.requant, &a.flavor))
+        rc = qp_cli_usage(&cli, "unknown requantization flavor '%s' (%s)",
+                          a.requant, qp_rq_flavor_list());
+    else if (a.tfl && (a.has_scheme || a.recipe || a.calib || a.local))
+        rc = qp_cli_usage(&cli, "--scheme, --recipe, --calib and --local do not "
+                          "apply to a TFLite model yet: it runs its own "
+                          "quantization (--mode fp32 gives its float "
+                          "reference)");
     else if (a.mode == QP_MODE_FP32 && (a.has_scheme || a.recipe || a.calib ||
-                                        a.has_flavor))
+                                        (a.has_flavor && !a.tfl)))
         rc = qp_cli_usage(&cli, "--scheme, --recipe, --calib and --requant need "
                           "--mode fake or int");
-    if (rc == QP_CLI_GO) {
-        a.model = argv[first];
+    if (rc == QP_CLI_GO)
         rc = run(&a);
-    }
     qp_cli_list_release(&a.inputs);
     return rc;
 }

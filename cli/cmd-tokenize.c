@@ -13,27 +13,6 @@
 #include "formats/npy.h"
 #include "formats/tokenizer.h"
 
-enum { OPT_TEXT, OPT_DECODE, OPT_OUTPUT, OPT_ADD_SPECIAL, OPT_LINES,
-       OPT_SKIP_SPECIAL, OPT_INFO };
-
-static const struct qp_cli_opt opts[] = {
-    [OPT_TEXT] = {"text", 0, true, "FILE", "encode the text of FILE ('-' for "
-                                           "stdin; any bytes)"},
-    [OPT_DECODE] = {"decode", 0, true, "IDS.npy", "decode the token ids of an "
-                                                  "integer .npy file"},
-    [OPT_OUTPUT] = {"output", 'o', true, "FILE", "write the ids as .npy int32 "
-                    "(or the decoded text) to FILE instead of stdout"},
-    [OPT_ADD_SPECIAL] = {"add-special", 0, false, NULL, "add the special "
-                         "tokens the post-processor adds (e.g. BOS)"},
-    [OPT_LINES] = {"lines", 0, false, NULL, "encode each line of the text on "
-                   "its own (without its newline): one line of ids per line"},
-    [OPT_SKIP_SPECIAL] = {"skip-special", 0, false, NULL, "decode without the "
-                          "special tokens"},
-    [OPT_INFO] = {"info", 0, false, NULL, "describe the tokenizer (model, "
-                  "pre-tokenizer, sizes, special tokens)"},
-    {0},
-};
-
 static const struct qp_cli cli = {
     "tokenize", "TOKENIZER (--text FILE | --decode IDS.npy | --info) [options]",
     "Encode text to token ids, or decode ids to text, with a Hugging Face "
@@ -48,7 +27,7 @@ static const struct qp_cli cli = {
     "Bytes that are not valid UTF-8 are encoded as bytes (byte tokens or "
     "<0xNN>), and\n"
     "decoding gives back the bytes the tokens stand for.",
-    opts,
+    1, 1, "one TOKENIZER",
 };
 
 /* The whole of path, or of stdin for "-". */
@@ -235,29 +214,29 @@ static void info(const struct qp_tokenizer *tok)
 
 int cmd_tokenize(int argc, char **argv)
 {
-    const char *text = NULL, *ids = NULL, *out = NULL, *arg;
-    bool add_special = false, lines = false, show = false;
-    unsigned flags = 0;
-    struct qp_cli_state cs = {0};
-    int o;
-    while ((o = qp_cli_next(&cs, argc, argv, &cli, &arg)) >= 0) {
-        switch (o) {
-        case OPT_TEXT: text = arg; break;
-        case OPT_DECODE: ids = arg; break;
-        case OPT_OUTPUT: out = arg; break;
-        case OPT_ADD_SPECIAL: add_special = true; break;
-        case OPT_LINES: lines = true; break;
-        case OPT_SKIP_SPECIAL: flags |= QP_TOK_DECODE_SKIP_SPECIAL; break;
-        case OPT_INFO: show = true; break;
-        }
-    }
-    if (o == QP_CLI_ERROR)
-        return QP_EXIT_USAGE;
-    if (o == QP_CLI_HELP)
-        return QP_EXIT_OK;
-    if (argc - cs.optind != 1)
-        return qp_cli_usage(&cli, "expected one TOKENIZER, got %d operands",
-                            argc - cs.optind);
+    const char *text = NULL, *ids = NULL, *out = NULL;
+    bool add_special = false, lines = false, show = false, skip = false;
+    struct qp_cli_opt opts[] = {
+        QP_OPT_STR_("text", 0, "FILE", "encode the text of FILE ('-' for stdin; "
+                    "any bytes)", &text),
+        QP_OPT_STR_("decode", 0, "IDS.npy", "decode the token ids of an integer "
+                    ".npy file", &ids),
+        QP_OPT_STR_("output", 'o', "FILE", "write the ids as .npy int32 (or the "
+                    "decoded text) to FILE instead of stdout", &out),
+        QP_OPT_FLAG_("add-special", 0, "add the special tokens the "
+                     "post-processor adds (e.g. BOS)", &add_special),
+        QP_OPT_FLAG_("lines", 0, "encode each line of the text on its own "
+                     "(without its newline): one line of ids per line", &lines),
+        QP_OPT_FLAG_("skip-special", 0, "decode without the special tokens",
+                     &skip),
+        QP_OPT_FLAG_("info", 0, "describe the tokenizer (model, pre-tokenizer, "
+                     "sizes, special tokens)", &show),
+        QP_OPT_END_,
+    };
+    int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
+    if (rc != QP_CLI_GO)
+        return rc;
+    unsigned flags = skip ? QP_TOK_DECODE_SKIP_SPECIAL : 0;
     if (!!text + !!ids + show != 1)
         return qp_cli_usage(&cli, "give one of --text, --decode and --info");
     if (lines && out)
@@ -266,7 +245,7 @@ int cmd_tokenize(int argc, char **argv)
         out = NULL;
     struct qp_error err = {0};
     struct qp_tokenizer *tok;
-    if (qp_tokenizer_load(argv[cs.optind], &tok, &err))
+    if (qp_tokenizer_load(argv[first], &tok, &err))
         return qp_cli_fail(&err);
     enum qp_status st = QP_OK;
     if (text)

@@ -29,14 +29,8 @@ enum qp_status qp_opt_flavor(const char *arg, void *dest, struct qp_error *err)
 {
     if (qp_rq_flavor_from_name(arg, dest))
         return QP_OK;
-    char list[512] = "";
-    size_t len = 0;
-    for (int f = 0; f < QP_RQ_COUNT && len < sizeof list; f++)
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s",
-                                f ? ", " : "",
-                                qp_rq_flavor_name((enum qp_rq_flavor)f));
     return qp_fail(err, QP_E_INVAL, "unknown requantization flavor '%s' (%s)",
-                   arg, list);
+                   arg, qp_rq_flavor_list());
 }
 
 enum qp_status qp_opt_mode(const char *arg, void *dest, struct qp_error *err)

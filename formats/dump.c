@@ -11,7 +11,8 @@
 extern const struct qp_dump_ops qp_dump_ops_safetensors, qp_dump_ops_npz,
     qp_dump_ops_hdf5, qp_dump_ops_npy, qp_dump_ops_pb, qp_dump_ops_onnx,
     qp_dump_ops_npy_dir, qp_dump_ops_pb_dir, qp_dump_ops_raw_dir,
-    qp_dump_ops_gguf;
+    qp_dump_ops_gguf,
+    qp_dump_ops_tflite;
 extern const struct qp_dump_writer_ops qp_dump_writer_ops_safetensors,
     qp_dump_writer_ops_npz, qp_dump_writer_ops_hdf5, qp_dump_writer_ops_npy,
     qp_dump_writer_ops_pb, qp_dump_writer_ops_npy_dir, qp_dump_writer_ops_pb_dir,
@@ -36,6 +37,7 @@ static const struct {
     [QP_DUMP_RAW_DIR] = {"raw-dir", &qp_dump_ops_raw_dir,
                          &qp_dump_writer_ops_raw_dir},
     [QP_DUMP_GGUF] = {"gguf", &qp_dump_ops_gguf, &qp_dump_writer_ops_gguf},
+    [QP_DUMP_TFLITE] = {"tflite", &qp_dump_ops_tflite, NULL},
 };
 _Static_assert(sizeof formats / sizeof formats[0] == QP_DUMP_FORMAT_COUNT,
                "formats must cover every dump format");
@@ -108,6 +110,7 @@ static enum qp_dump_format detect_file(const char *path)
         {".hdf5", QP_DUMP_HDF5}, {".npy", QP_DUMP_NPY},
         {".pb", QP_DUMP_PB},     {".onnx", QP_DUMP_ONNX},
         {".gguf", QP_DUMP_GGUF},
+        {".tflite", QP_DUMP_TFLITE},
     };
     for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++)
         if (qp_str_ends_with(path, exts[i].ext))
@@ -142,7 +145,7 @@ enum qp_status qp_dump_open(const char *path, enum qp_dump_format format,
     if (format == QP_DUMP_AUTO)
         return qp_fail(err, QP_E_UNSUPPORTED,
                        "'%s': unknown dump format (expected .safetensors, .npz, "
-                       ".h5, .npy, .pb, .onnx, .gguf or a directory)", path);
+                       ".h5, .npy, .pb, .onnx, .gguf, .tflite or a directory)", path);
     if ((unsigned)format >= QP_DUMP_FORMAT_COUNT || !formats[format].reader)
         return qp_fail(err, QP_E_INVAL, "'%s': invalid dump format", path);
     struct qp_dump *d = calloc(1, sizeof *d);

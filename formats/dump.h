@@ -11,6 +11,8 @@
  *   FILE.gguf          GGUF: ggml block types read as f32 (formats/dump-gguf.c)
  *   FILE.onnx          the model's weights: initializers, then Constant
  *                      node values named by their output (read-only)
+ *   FILE.tflite        the model's weights with their quantization
+ *                      (read-only, formats/dump-tflite.c)
  *   DIR/               *.npy files, ONNX TensorProto *.pb files, or *.raw /
  *                      *.bin files with JSON sidecars
  *
@@ -41,6 +43,7 @@ enum qp_dump_format {
     QP_DUMP_PB_DIR,
     QP_DUMP_RAW_DIR,
     QP_DUMP_GGUF,        /* GGUF (formats/dump-gguf.c) */
+    QP_DUMP_TFLITE,      /* TFLite model weights, read-only */
     QP_DUMP_FORMAT_COUNT
 };
 
@@ -201,7 +204,7 @@ enum qp_status qp_dump_writer_commit(struct qp_dump_writer *w,
 void qp_dump_writer_abort(struct qp_dump_writer *w);
 
 /* Parses a format name ("safetensors", "npz", "h5", "npy", "pb", "raw",
- * "onnx", "npy-dir", "pb-dir", "raw-dir"). */
+ * "onnx", "npy-dir", "pb-dir", "raw-dir", "tflite"). */
 bool qp_dump_format_from_name(const char *name, enum qp_dump_format *out);
 const char *qp_dump_format_name(enum qp_dump_format f);
 

@@ -12,6 +12,8 @@
 #if defined(__x86_64__)
 #include <cpuid.h>
 #endif
+#include <lapacke.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +42,22 @@ static pthread_once_t one_thread_once = PTHREAD_ONCE_INIT;
 static void single_threaded_openblas(void)
 {
     pthread_once(&one_thread_once, openblas_one_thread);
+}
+
+/* OpenBLAS runs one thread, except inside a LAPACK call, which sets its
+ * own thread count: products hold this lock shared, LAPACK exclusively,
+ * so no product ever runs while OpenBLAS is multi-threaded. */
+static pthread_rwlock_t threads_lock = PTHREAD_RWLOCK_INITIALIZER;
+
+static void openblas_enter(void)
+{
+    single_threaded_openblas();
+    pthread_rwlock_rdlock(&threads_lock);
+}
+
+static void openblas_leave(void)
+{
+    pthread_rwlock_unlock(&threads_lock);
 }
 
 /* Below this many multiply-adds one thread is faster. */
@@ -125,15 +143,16 @@ void qp_blas_sgemm(struct qp_pool *pool, bool trans_a, bool trans_b, size_t m,
                 c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
         return;
     }
-    single_threaded_openblas();
+    openblas_enter();
     int nt = qp_pool_threads(pool);
     if (nt <= 1 || m * n * k < PAR_MIN_MACS || (n < 32 && m < 8)) {
         sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        return;
+    } else {
+        struct gemm g = {trans_a, trans_b, m, n, k, alpha, beta, a, b,
+                         lda, ldb, ldc, c, n >= 32 * (size_t)nt};
+        qp_pool_run(pool, gemm_part, &g, nt);
     }
-    struct gemm g = {trans_a, trans_b, m, n, k, alpha, beta, a, b,
-                     lda, ldb, ldc, c, n >= 32 * (size_t)nt};
-    qp_pool_run(pool, gemm_part, &g, nt);
+    openblas_leave();
 }
 
 /* ---- the core OpenBLAS runs on -------------------------------------------- */
@@ -275,4 +294,161 @@ const char *qp_blas_describe(void)
 {
     pthread_once(&describe_once, describe);
     return description;
+}
+
+/* ---- SYRK, SYMM -------------------------------------------------------- */
+
+struct syrk {
+    size_t n, k, lda, ldc;
+    float alpha, beta;
+    const float *a;
+    float *c;
+};
+
+/* Row ranges [r(t), r(t+1)) of the lower triangle with r(t) = n sqrt(t/nt)
+ * hold equal areas; boundaries rounded to 16 rows. */
+static size_t syrk_bound(size_t n, int t, int nt)
+{
+    if (t >= nt)
+        return n;
+    size_t r = (size_t)((double)n * sqrt((double)t / nt));
+    r -= r % 16;
+    return r < n ? r : n;
+}
+
+static void syrk_rows(const struct syrk *s, size_t r0, size_t r1)
+{
+    if (r0 >= r1)
+        return;
+    /* C[r0:r1, 0:r0] = alpha A[:, r0:r1]^T A[:, 0:r0] + beta C */
+    if (r0)
+        sgemm1(true, false, r1 - r0, r0, s->k, s->alpha, s->a + r0, s->lda,
+               s->a, s->lda, s->beta, s->c + r0 * s->ldc, s->ldc);
+    size_t lda = s->lda < r1 - r0 ? r1 - r0 : s->lda;
+    size_t ldc = s->ldc < r1 - r0 ? r1 - r0 : s->ldc;
+    cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, (blasint)(r1 - r0),
+                (blasint)s->k, s->alpha, s->a + r0, (blasint)lda, s->beta,
+                s->c + r0 * s->ldc + r0, (blasint)ldc);
+}
+
+static void syrk_part(void *ctx, int t, int nt)
+{
+    const struct syrk *s = ctx;
+    syrk_rows(s, syrk_bound(s->n, t, nt), syrk_bound(s->n, t + 1, nt));
+}
+
+void qp_blas_ssyrk_lower(struct qp_pool *pool, size_t n, size_t k, float alpha,
+                         const float *a, size_t lda, float beta, float *c,
+                         size_t ldc)
+{
+    if (n == 0)
+        return;
+    if (k == 0) {
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j <= i; j++)
+                c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        return;
+    }
+    openblas_enter();
+    struct syrk s = {n, k, lda, ldc, alpha, beta, a, c};
+    int nt = qp_pool_threads(pool);
+    if (nt <= 1 || n * n / 2 * k < PAR_MIN_MACS || n < 64)
+        syrk_rows(&s, 0, n);
+    else
+        qp_pool_run(pool, syrk_part, &s, nt);
+    openblas_leave();
+}
+
+struct symm {
+    size_t m, n, lds, ldb, ldc;
+    float alpha, beta;
+    const float *s, *b;
+    float *c;
+};
+
+static void symm_part(void *ctx, int t, int nt)
+{
+    const struct symm *p = ctx;
+    size_t b, e;
+    qp_parallel_split(p->m, t, nt, 4, &b, &e);
+    if (b >= e)
+        return;
+    cblas_ssymm(CblasRowMajor, CblasRight, CblasLower, (blasint)(e - b),
+                (blasint)p->n, p->alpha, p->s, (blasint)p->lds,
+                p->b + b * p->ldb, (blasint)p->ldb, p->beta, p->c + b * p->ldc,
+                (blasint)p->ldc);
+}
+
+void qp_blas_ssymm_right_lower(struct qp_pool *pool, size_t m, size_t n,
+                               float alpha, const float *s, size_t lds,
+                               const float *b, size_t ldb, float beta, float *c,
+                               size_t ldc)
+{
+    if (m == 0 || n == 0)
+        return;
+    openblas_enter();
+    struct symm p = {m, n, lds < n ? n : lds, ldb < n ? n : ldb,
+                     ldc < n ? n : ldc, alpha, beta, s, b, c};
+    int nt = qp_pool_threads(pool);
+    if (nt <= 1 || m * n * n < PAR_MIN_MACS || m < 8)
+        nt = 1;
+    qp_pool_run(pool, symm_part, &p, nt);
+    openblas_leave();
+}
+
+/* ---- LAPACK ------------------------------------------------------------ */
+
+/* A LAPACK call on nt threads of OpenBLAS's own (its LAPACK is parallel
+ * inside), with every product shut out meanwhile; back to one thread and
+ * its spinning workers stopped afterwards. */
+static void lapack_begin(int nt)
+{
+    single_threaded_openblas();
+    pthread_rwlock_wrlock(&threads_lock);
+    if (nt > 1)
+        openblas_set_num_threads(nt);
+}
+
+static void lapack_end(int nt)
+{
+    if (nt > 1) {
+        openblas_set_num_threads(1);
+        blas_thread_shutdown_();
+    }
+    pthread_rwlock_unlock(&threads_lock);
+}
+
+/* Below this order one thread is faster. */
+#define LAPACK_PAR_MIN 512
+
+/* A row-major lower triangle is the column-major upper triangle of the
+ * same memory, and a symmetric matrix is its own transpose: LAPACK's
+ * column-major 'U' routines compute on it what the row-major 'L' ones
+ * would (A = U^T U with U^T = L), without LAPACKE's transposing copy; and
+ * the inverse of that U = L^T is (L^-1)^T. */
+static int lapack_lower(struct qp_pool *pool, size_t n, float *a, size_t lda,
+                        bool inverse)
+{
+    if (n == 0)
+        return 0;
+    int nt = n < LAPACK_PAR_MIN ? 1 : qp_pool_threads(pool);
+    lapack_int ln = (lapack_int)n, la = (lapack_int)(lda < n ? n : lda);
+    lapack_begin(nt);
+    int info = inverse
+                   ? LAPACKE_strtri_work(LAPACK_COL_MAJOR, 'U', 'N', ln, a, la)
+                   : LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'U', ln, a, la);
+    lapack_end(nt);
+    return info;
+}
+
+int qp_lapack_spotrf_lower(struct qp_pool *pool, size_t n, float *a,
+                           size_t lda)
+{
+    return lapack_lower(pool, n, a, lda, false);
+}
+
+int qp_lapack_strtri_lower(struct qp_pool *pool, size_t n, float *a,
+                           size_t lda)
+{
+    return lapack_lower(pool, n, a, lda, true);
 }

@@ -109,6 +109,8 @@ static void node_release(struct qp_node *n)
     for (int i = 0; i < n->n_attrs; i++)
         attr_release(&n->attrs[i]);
     free(n->attrs);
+    if (n->state_free)
+        n->state_free(n->state);
     memset(n, 0, sizeof *n);
 }
 
@@ -116,6 +118,7 @@ static void value_release(struct qp_value *v)
 {
     free(v->name);
     qp_tensor_free(v->konst);
+    qp_tensor_free(v->feed_q);
     free(v->consumers);
     memset(v, 0, sizeof *v);
 }

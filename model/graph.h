@@ -65,6 +65,11 @@ struct qp_node {
     struct qp_attr *attrs;
     int n_attrs;
     const struct qp_op_def *def; /* set by finalize */
+    /* what an importer prepared for the node's operator (TFLite ops:
+     * requantization parameters, packed weights), freed with the graph by
+     * state_free; NULL for most nodes */
+    void *state;
+    void (*state_free)(void *state);
 };
 
 struct qp_value {
@@ -79,6 +84,10 @@ struct qp_value {
     enum qp_dtype dtype;
     int ndim;
     int64_t shape[QP_MAX_DIMS]; /* -1 where unknown */
+    /* graph inputs of quantized models (TFLite): a descriptor carrying the
+     * input's quantization, with which a float feed is quantized
+     * (qp_model_quantize_feed); owned, NULL otherwise */
+    struct qp_tensor *feed_q;
 };
 
 struct qp_graph {

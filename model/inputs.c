@@ -10,6 +10,7 @@
 #include "core/fileio.h"
 #include "core/size.h"
 #include "formats/dump.h"
+#include "model/tflite-import.h"
 
 /* Tensors collected for one graph input. */
 struct pile {
@@ -42,6 +43,11 @@ static enum qp_status conform(const struct qp_value *v, const char *file,
         memmove(x->shape + 1, x->shape, (size_t)x->ndim * sizeof x->shape[0]);
         x->shape[0] = 1;
         x->ndim++;
+    }
+    if (v->feed_q) {
+        /* a float feed of a quantized (TFLite) input, or the reverse */
+        enum qp_status st = qp_model_quantize_feed(v, t, err);
+        return st ? qp_error_prefix(err, "'%s': ", file) : QP_OK;
     }
     if (x->dtype == v->dtype)
         return QP_OK;
@@ -166,6 +172,9 @@ static enum qp_status stack(const struct pile *p, const char *name,
         shape[0] += t->shape[0];
     }
     enum qp_status st = qp_tensor_new(name, t0->dtype, t0->ndim, shape, out, err);
+    if (!st && t0->qp && t0->qp->count == 1) /* per-tensor parameters stay */
+        st = qp_tensor_set_qparams(*out, 1, t0->qp->scale, t0->qp->zero_point,
+                                   -1, 0, err);
     if (st)
         return st;
     size_t at = 0;

@@ -294,5 +294,6 @@ extern const struct qp_op_def qp_ops_layout[];
 extern const struct qp_op_def qp_ops_resize[];
 extern const struct qp_op_def qp_ops_reduce[];
 extern const struct qp_op_def qp_ops_quant[];
+extern const struct qp_op_def qp_ops_tflite[]; /* model/op-tflite.c */
 
 #endif

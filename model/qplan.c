@@ -549,6 +549,14 @@ uint64_t qp_qplan_node_sig(const struct qp_qplan *p, int node)
         h = mix(h, (uint64_t)q->ws.group);
         if (q->ws.family != QP_WFAMILY_INT) /* q4_1 is not w4g32z */
             h = mix(h, (uint64_t)q->ws.family | (uint64_t)q->ws.ggml << 8);
+        if (q->ws.algo == QP_WALGO_GPTQ) {
+            const struct qp_gptq_options *g = &q->ws.gptq;
+            uint64_t bits;
+            memcpy(&bits, &g->damp, sizeof bits);
+            h = mix(h, (uint64_t)g->act_order | (uint64_t)g->static_groups << 1 |
+                           (uint64_t)g->mse << 2);
+            h = mix(mix(h, bits), (uint64_t)g->block);
+        }
     }
     for (int k = 0; k < n->n_out; k++)
         if (n->out[k] >= 0)

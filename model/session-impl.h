@@ -20,6 +20,7 @@ struct obs_entry {
 struct qp_session {
     char *path;
     struct qp_graph *g;
+    bool tfl_int;               /* a quantized TFLite model, run natively */
     struct qp_tensor ***calib;  /* [ncalib] input sets (g->n_inputs each) */
     size_t ncalib;
     bool *f32;                  /* [n_values] float activations */

@@ -5,13 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fileio.h"
 #include "model/infer.h"
 #include "quant/rtn.h"
 #include "model/inputs.h"
 #include "model/onnx-import.h"
 #include "model/qdq.h"
+#include "model/tflite-import.h"
 
 /* ---- the session ---------------------------------------------------------- */
+
+/* A TFLite graph computing on integers somewhere (an integer activation). */
+static bool tfl_quantized(const struct qp_graph *g)
+{
+    for (int v = 0; v < g->n_values; v++)
+        if (!g->values[v].konst && g->values[v].typed &&
+            !qp_dtype_traits(g->values[v].dtype)->is_float)
+            return true;
+    return false;
+}
 
 enum qp_status qp_session_open(const char *path,
                                const struct qp_session_opts *o,
@@ -20,8 +32,16 @@ enum qp_status qp_session_open(const char *path,
     *out = NULL;
     struct qp_import_opts io = {o && o->keep_bn, false};
     struct qp_graph *g;
-    enum qp_status st = qp_model_load_onnx(path, &io, &g, err);
-    return st ? st : qp_session_new(g, path, out, err);
+    bool tfl = qp_str_ends_with(path, ".tflite");
+    struct qp_tflite_opts to = {o ? o->tfl_flavor : QP_TFL_MICRO,
+                                o && o->dequantize};
+    enum qp_status st = tfl ? qp_model_load_tflite(path, &to, &g, err)
+                            : qp_model_load_onnx(path, &io, &g, err);
+    if (!st)
+        st = qp_session_new(g, path, out, err);
+    if (!st && tfl && !to.dequantize)
+        (*out)->tfl_int = tfl_quantized(g);
+    return st;
 }
 
 enum qp_status qp_session_new(struct qp_graph *g, const char *name,
@@ -107,7 +127,7 @@ enum qp_status qp_session_weight_bytes(struct qp_session *s, int node,
 
 bool qp_session_own_quant(const struct qp_session *s)
 {
-    return qp_qdq_model(s->g);
+    return s->tfl_int || qp_qdq_model(s->g);
 }
 
 const struct qp_graph *qp_session_graph(const struct qp_session *s)
@@ -370,6 +390,14 @@ enum qp_status qp_session_plan(struct qp_session *s,
     enum qp_status st = QP_OK;
     if (cfg->mode != QP_MODE_FAKE && cfg->mode != QP_MODE_INT) {
         st = qp_fail(err, QP_E_INVAL, "a plan is for the fake or int mode");
+    } else if (s->tfl_int && (cfg->scheme || cfg->recipe || cfg->assign ||
+                              cfg->flavor_given || cfg->mode != QP_MODE_INT)) {
+        st = qp_fail(err, QP_E_INVAL, "'%s': a quantized TFLite model runs its "
+                     "own integer arithmetic (the int mode, its flavor chosen "
+                     "when the model is opened); schemes, recipes and the fake "
+                     "mode do not apply to it", s->path);
+    } else if (s->tfl_int) {
+        ; /* the plain executor runs TFLite's integer kernels */
     } else if (!cfg->scheme && !cfg->recipe && !cfg->assign) {
         if (cfg->mode == QP_MODE_INT && qp_qdq_model(s->g)) {
             enum qp_rq_flavor f = cfg->flavor_given ? cfg->flavor : QP_RQ_ORT;

@@ -1,6 +1,6 @@
 /* model/session.h: the pipeline every command runs a model through.
  *
- * A session loads a model once (an ONNX graph today), keeps calibration
+ * A session loads a model once (an ONNX graph or a TFLite model), keeps calibration
  * inputs, and makes plans: a run mode with a uniform scheme, a recipe or a
  * per-layer assignment (model/qassign.h). It runs the model in fp32 or
  * under a plan, capturing named values, as many times as asked, without
@@ -33,6 +33,7 @@
 #include "formats/dump.h"
 #include "model/exec.h"
 #include "model/graph.h"
+#include "model/op-tflite.h"
 #include "model/qassign.h"
 #include "model/qplan.h"
 #include "quant/recipe.h"
@@ -40,6 +41,11 @@
 
 struct qp_session_opts {
     bool keep_bn; /* ONNX: keep BatchNormalization nodes (no folding) */
+    /* TFLite (a path ending in .tflite): the arithmetic its integer model
+     * runs in (model/op-tflite.h), and dequantize: run the float reference
+     * of a quantized model instead (model/tflite-import.h) */
+    enum qp_tfl_flavor tfl_flavor;
+    bool dequantize;
 };
 
 struct qp_session_stats {
@@ -67,8 +73,9 @@ enum qp_status qp_session_new(struct qp_graph *g, const char *name,
 
 void qp_session_free(struct qp_session *s);
 
-/* True when the model carries its own quantization (QDQ / QLinear nodes):
- * its int mode needs no scheme. */
+/* True when the model carries its own quantization (QDQ / QLinear nodes,
+ * or a quantized TFLite model run natively): its int mode needs no
+ * scheme. */
 bool qp_session_own_quant(const struct qp_session *s);
 
 /* The model's graph (borrowed from the session). */

@@ -151,7 +151,7 @@ enum qp_status qp_rtn_quantize(const struct qp_tensor *w,
     if ((st = qp_qgeom_minmax(&g, x, what, lo, hi, err)))
         goto out;
     if (ws->algo == QP_WALGO_MSE &&
-        (st = qp_clip_mse(x, &g, &ws->f, o->round, lo, hi, err)))
+        (st = qp_clip_mse(x, &g, &ws->f, o->round, NULL, lo, hi, err)))
         goto out;
     qp_rtn_params(&ws->f, o->round, lo, hi, g.count, scale, zp);
     int32_t qmin, qmax;

@@ -16,6 +16,11 @@ _Static_assert(sizeof gran_names / sizeof gran_names[0] == QP_GRAN_COUNT,
 static const char *const walgo_names[] = {"rtn", "mse", "gptq"};
 _Static_assert(sizeof walgo_names / sizeof walgo_names[0] == QP_WALGO_COUNT,
                "walgo_names must cover every algorithm");
+/* GPTQ options, in their canonical order */
+enum { GOPT_ACT, GOPT_STATIC, GOPT_MSE, GOPT_DAMP, GOPT_BLK, GOPT_COUNT };
+static const char *const gopt_names[] = {"act", "static", "mse", "damp", "blk"};
+_Static_assert(sizeof gopt_names / sizeof gopt_names[0] == GOPT_COUNT,
+               "gopt_names must cover every GPTQ option");
 static const char *const arange_names[] = {"minmax", "ema", "pct", "mse", "kl"};
 _Static_assert(sizeof arange_names / sizeof arange_names[0] == QP_ARANGE_COUNT,
                "arange_names must cover every range method");
@@ -43,7 +48,11 @@ bool qp_wscheme_equal(const struct qp_wscheme *a, const struct qp_wscheme *b)
         return a->ggml == b->ggml;
     return a->f.bits == b->f.bits && a->f.asym == b->f.asym &&
            a->f.narrow == b->f.narrow && a->gran == b->gran &&
-           a->group == b->group && a->algo == b->algo;
+           a->group == b->group && a->algo == b->algo &&
+           a->gptq.act_order == b->gptq.act_order &&
+           a->gptq.static_groups == b->gptq.static_groups &&
+           a->gptq.mse == b->gptq.mse && a->gptq.damp == b->gptq.damp &&
+           a->gptq.block == b->gptq.block;
 }
 
 /* Parser state: the string, the cursor, and where an error points. */
@@ -149,12 +158,31 @@ static enum qp_status word(struct cur *c, const char *const *names, int n,
                    c->s + start, expected);
 }
 
-/* 'pct' P: digits with at most PCT_DECIMALS decimals, 0 < P <= 100. */
-static enum qp_status percentile(struct cur *c, double *out)
+/* A number in 1..GROUP_MAX ("expected WHAT", "NAME must be ..."). */
+static enum qp_status count(struct cur *c, const char *what, const char *name,
+                            int64_t *out)
 {
-    size_t start = c->i;
+    size_t at = c->i;
+    enum qp_status st = number(c, what, out);
+    if (st)
+        return st;
+    if (*out < 1)
+        return fail_at(c, at, "%s must be at least 1", name);
+    if (*out > GROUP_MAX)
+        return fail_at(c, at, "%s must be at most %lld", name,
+                       (long long)GROUP_MAX);
+    return QP_OK;
+}
+
+/* A decimal at the cursor: digits (no leading zero), then optionally '.'
+ * and 1..PCT_DECIMALS digits. Errors say "expected WHAT" and "NAME has
+ * more than .. decimals". *start receives its offset. */
+static enum qp_status decimal(struct cur *c, const char *what, const char *name,
+                              size_t *start, double *out)
+{
+    *start = c->i;
     int64_t ip;
-    enum qp_status st = number(c, "a percentile after 'pct'", &ip);
+    enum qp_status st = number(c, what, &ip);
     if (st)
         return st;
     if (c->i < c->len && c->s[c->i] == '.') {
@@ -165,16 +193,78 @@ static enum qp_status percentile(struct cur *c, double *out)
             return fail_at(c, c->i, "expected digits after '.'");
         if (c->i - dot - 1 > PCT_DECIMALS)
             return fail_at(c, dot + 1 + PCT_DECIMALS,
-                           "percentile has more than %d decimals", PCT_DECIMALS);
+                           "%s has more than %d decimals", name, PCT_DECIMALS);
     }
     char buf[QP_SCHEME_MAX + 1];
-    size_t n = c->i - start;
-    memcpy(buf, c->s + start, n);
+    size_t n = c->i - *start;
+    memcpy(buf, c->s + *start, n);
     buf[n] = '\0';
-    double v = strtod(buf, NULL);
-    if (!(v > 0 && v <= 100))
-        return fail_at(c, start, "percentile must be in (0, 100], got %s", buf);
-    *out = v;
+    *out = strtod(buf, NULL);
+    return QP_OK;
+}
+
+/* 'pct' P: 0 < P <= 100. */
+static enum qp_status percentile(struct cur *c, double *out)
+{
+    size_t start;
+    enum qp_status st = decimal(c, "a percentile after 'pct'", "percentile",
+                                &start, out);
+    if (st)
+        return st;
+    if (!(*out > 0 && *out <= 100))
+        return fail_at(c, start, "percentile must be in (0, 100], got %.*s",
+                       (int)(c->i - start), c->s + start);
+    return QP_OK;
+}
+
+/* ':' GOPT { ',' GOPT } after '@gptq', the cursor on the ':'. */
+static enum qp_status gptq_options(struct cur *c, struct qp_wscheme *w)
+{
+    struct qp_gptq_options *o = &w->gptq;
+    unsigned seen = 0;
+    enum qp_status st;
+    do {
+        c->i++; /* ':' or ',' */
+        size_t at = c->i, start;
+        int k;
+        if ((st = word(c, gopt_names, GOPT_COUNT, "GPTQ option",
+                       "act, static, mse, damp D or blk N", &k)))
+            return st;
+        if (seen & (1u << k))
+            return fail_at(c, at, "GPTQ option '%s' given twice", gopt_names[k]);
+        seen |= 1u << k;
+        switch (k) {
+        case GOPT_ACT:
+            o->act_order = true;
+            break;
+        case GOPT_STATIC:
+            if (w->gran != QP_GRAN_GROUP)
+                return fail_at(c, at, "'static' needs group-wise weights "
+                                      "('g' N)");
+            o->static_groups = true;
+            break;
+        case GOPT_MSE:
+            o->mse = true;
+            break;
+        case GOPT_DAMP:
+            if ((st = decimal(c, "a dampening fraction after 'damp'", "dampening",
+                              &start, &o->damp)))
+                return st;
+            if (!(o->damp > 0 && o->damp < 1))
+                return fail_at(c, start, "dampening must be in (0, 1), got %.*s",
+                               (int)(c->i - start), c->s + start);
+            if (o->damp == QP_GPTQ_DAMP_DEFAULT)
+                o->damp = 0;
+            break;
+        default:
+            if ((st = count(c, "a block size after 'blk'", "block size",
+                            &o->block)))
+                return st;
+            if (o->block == QP_GPTQ_BLOCK_DEFAULT)
+                o->block = 0;
+            break;
+        }
+    } while (c->i < c->len && c->s[c->i] == ',');
     return QP_OK;
 }
 
@@ -219,14 +309,8 @@ static enum qp_status weights(struct cur *c, struct qp_wscheme *w)
         c->i++;
     } else if (g == 'g') {
         c->i++;
-        size_t at = c->i;
-        if ((st = number(c, "a group size after 'g'", &w->group)))
+        if ((st = count(c, "a group size after 'g'", "group size", &w->group)))
             return st;
-        if (w->group < 1)
-            return fail_at(c, at, "group size must be at least 1");
-        if (w->group > GROUP_MAX)
-            return fail_at(c, at, "group size must be at most %lld",
-                           (long long)GROUP_MAX);
         w->gran = QP_GRAN_GROUP;
     } else {
         return fail_at(c, c->i, "expected granularity 't' (per-tensor), 'c' "
@@ -241,6 +325,13 @@ static enum qp_status weights(struct cur *c, struct qp_wscheme *w)
                        "rtn, mse or gptq", &a)))
             return st;
         w->algo = (enum qp_walgo)a;
+        if (c->i < c->len && c->s[c->i] == ':') {
+            if (w->algo != QP_WALGO_GPTQ)
+                return fail_at(c, c->i, "options after ':' apply to '@gptq' "
+                                        "only");
+            if ((st = gptq_options(c, w)))
+                return st;
+        }
     }
     return QP_OK;
 }
@@ -340,17 +431,44 @@ static int sym_char(const struct qp_qformat *f)
     return f->asym ? 'z' : f->narrow ? 'n' : 0;
 }
 
+/* The shortest decimal with at most PCT_DECIMALS decimals that reads back
+ * as v (v one the parser produced). */
+static void shortest(double v, char *num, size_t size)
+{
+    for (int d = 0; d <= PCT_DECIMALS; d++) {
+        snprintf(num, size, "%.*f", d, v);
+        if (strtod(num, NULL) == v)
+            break;
+    }
+}
+
+/* ":act,static,mse,dampD,blkN" without defaults, or "" (canonical order). */
+static void format_gptq(const struct qp_gptq_options *o, char *buf, size_t size)
+{
+    char num[32];
+    size_t n = 0;
+    buf[0] = '\0';
+    bool on[GOPT_COUNT] = {o->act_order, o->static_groups, o->mse,
+                           o->damp != 0, o->block != 0};
+    for (int k = 0; k < GOPT_COUNT && n < size; k++) {
+        if (!on[k])
+            continue;
+        num[0] = '\0';
+        if (k == GOPT_DAMP)
+            shortest(o->damp, num, sizeof num);
+        else if (k == GOPT_BLK)
+            snprintf(num, sizeof num, "%lld", (long long)o->block);
+        n += (size_t)snprintf(buf + n, size - n, "%c%s%s", n ? ',' : ':',
+                              gopt_names[k], num);
+    }
+}
+
 void qp_ascheme_format(const struct qp_ascheme *a, char *buf, size_t size)
 {
     char range[48] = "";
     if (a->range == QP_ARANGE_PCT) {
-        /* shortest decimal that reads back as the same double */
         char num[32];
-        for (int d = 0; d <= PCT_DECIMALS; d++) {
-            snprintf(num, sizeof num, "%.*f", d, a->pct);
-            if (strtod(num, NULL) == a->pct)
-                break;
-        }
+        shortest(a->pct, num, sizeof num);
         snprintf(range, sizeof range, ":pct%s", num);
     } else if (a->range != QP_ARANGE_MINMAX) {
         snprintf(range, sizeof range, ":%s", qp_arange_name(a->range));
@@ -362,12 +480,14 @@ void qp_ascheme_format(const struct qp_ascheme *a, char *buf, size_t size)
 
 void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size)
 {
-    char g[24], tail[80] = "", w[48];
+    char g[24], tail[80] = "", w[48], opts[64] = "";
     if (s->w.gran == QP_GRAN_GROUP)
         snprintf(g, sizeof g, "g%lld", (long long)s->w.group);
     else
         snprintf(g, sizeof g, "%s", qp_gran_name(s->w.gran));
     int ws = sym_char(&s->w.f);
+    if (s->w.algo == QP_WALGO_GPTQ)
+        format_gptq(&s->w.gptq, opts, sizeof opts);
     if (s->w.family == QP_WFAMILY_GGML)
         snprintf(w, sizeof w, "%s", qp_ggml_type_info(s->w.ggml)->scheme);
     else
@@ -380,5 +500,5 @@ void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size)
         qp_ascheme_format(&s->a, a, sizeof a);
         snprintf(tail, sizeof tail, "+%s", a);
     }
-    snprintf(buf, size, "%s%s", w, tail);
+    snprintf(buf, size, "%s%s%s", w, opts, tail);
 }

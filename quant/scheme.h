@@ -6,7 +6,15 @@
  *   GRAN    := 't' | 'c' | 'g' N        per-tensor | per-channel | groups of N
  *   'z'     := asymmetric (zero point, unsigned storage); default symmetric
  *   'n'     := symmetric narrow range (qmin = -qmax, e.g. [-127, 127])
- *   ALGO    := 'rtn' (default) | 'mse' (clipping search) | 'gptq'
+ *   ALGO    := 'rtn' (default) | 'mse' (clipping search) | 'gptq' [ ':' GOPTS ]
+ *   GOPTS   := GOPT { ',' GOPT }     each option at most once, any order
+ *   GOPT    := 'act'      act-order: columns by decreasing Hessian diagonal
+ *            | 'static'   static groups: group parameters fitted on the
+ *                         original weights first (needs 'g' N)
+ *            | 'mse'      the reference's --mse clipping grid (|e|^2.4)
+ *            | 'damp' D   dampening, a fraction of mean(diag H); 0 < D < 1,
+ *                         at most 6 decimals (default 0.01)
+ *            | 'blk' N    columns per lazy batch, 1..2^30 (default 128)
  *   ACTS    := 'a' BITS ( 't' | 'd' ) [ 'z' | 'n' ] [ ':' RANGE ]
  *   RANGE   := 'minmax' (default) | 'ema' | 'pct' P | 'mse' | 'kl'
  *   BITS    := 2..8 | 16;  N := 1..2^30;  0 < P <= 100
@@ -19,8 +27,11 @@
  * uses for int8 weights, and 'ema' names the moving-average min/max
  * observer. A range applies to static ('t') activations only.
  *
+ * e.g. w4g128@gptq:act,static,damp0.05 (quant/gptq.h says what they do).
+ *
  * The canonical form printed by qp_scheme_format leaves out defaults
- * ("@rtn", ":minmax") and prints P in its shortest round-tripping form, so
+ * ("@rtn", ":minmax", "damp0.01", "blk128"), prints GPTQ options in the
+ * order above and P, D in their shortest round-tripping form, so
  * format(parse(s)) == s for every canonical s, and parse(format(x)) == x. */
 #ifndef QP_QUANT_SCHEME_H
 #define QP_QUANT_SCHEME_H
@@ -70,6 +81,18 @@ enum qp_wfamily {
     QP_WFAMILY_COUNT
 };
 
+#define QP_GPTQ_DAMP_DEFAULT 0.01
+#define QP_GPTQ_BLOCK_DEFAULT 128
+
+/* Options of a '@gptq' scheme; all zero means the defaults. */
+struct qp_gptq_options {
+    bool act_order;     /* 'act' */
+    bool static_groups; /* 'static' (only with QP_GRAN_GROUP) */
+    bool mse;           /* 'mse' */
+    double damp;        /* 'damp' D; 0 = QP_GPTQ_DAMP_DEFAULT */
+    int64_t block;      /* 'blk' N; 0 = QP_GPTQ_BLOCK_DEFAULT */
+};
+
 struct qp_wscheme {
     struct qp_qformat f;
     enum qp_gran gran;
@@ -80,6 +103,7 @@ struct qp_wscheme {
      * asymmetric for q4_1 / q4_k, groups of the block size, @rtn) */
     enum qp_wfamily family;
     enum qp_ggml_type ggml;
+    struct qp_gptq_options gptq; /* QP_WALGO_GPTQ only, else all zero */
 };
 
 struct qp_ascheme {

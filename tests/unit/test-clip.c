@@ -53,7 +53,7 @@ QP_TEST(clip_search_picks_the_best_grid_point_per_group)
     REQUIRE_OK(qp_qgeom_minmax(&g, x, "x", lo, hi, &err), &err);
     memcpy(mlo, lo, sizeof lo);
     memcpy(mhi, hi, sizeof hi);
-    REQUIRE_OK(qp_clip_mse(x, &g, &f, QP_ROUND_HALF_AWAY, lo, hi, &err), &err);
+    REQUIRE_OK(qp_clip_mse(x, &g, &f, QP_ROUND_HALF_AWAY, NULL, lo, hi, &err), &err);
     int shrunk = 0;
     for (int i = 0; i < 6; i++) {
         /* group i is row i / 2, columns (i % 2) * 32 .. + 32: contiguous */
@@ -175,4 +175,62 @@ QP_TEST(clip_mse_on_strided_groups_matches_a_transposed_copy)
     qp_tensor_free(wt);
     qp_tensor_free(qk);
     qp_tensor_free(qt);
+}
+
+/* Sum of |e|^p of quantizing x[0..n) on [lo, hi], with libm's pow. */
+static double err_pow(const float *x, size_t n, const struct qp_qformat *f,
+                      float lo, float hi, double p)
+{
+    int32_t qmin, qmax, z;
+    float s;
+    qp_qformat_range(f, &qmin, &qmax);
+    qp_qparams_from_range(f, QP_ROUND_HALF_AWAY, lo, hi, &s, &z);
+    double sum = 0;
+    for (size_t k = 0; k < n; k++) {
+        int32_t q = qp_quantize_f32(x[k], s, z, qmin, qmax, QP_ROUND_HALF_AWAY);
+        sum += pow(fabs((double)(x[k] - (float)(q - z) * s)), p);
+    }
+    return sum;
+}
+
+QP_TEST(clip_gptq_norm_matches_pow_and_its_grid)
+{
+    /* |e|^2.4 from the polynomial exp2/log2 agrees with pow to 1e-6 over
+     * magnitudes 1e-6 .. 1e3; the GPTQ grid is 80 shrinks 1.00 .. 0.21 */
+    struct qp_qformat f = {4, true, false};
+    float x[64];
+    for (int mag = -6; mag <= 3; mag++) {
+        for (int i = 0; i < 64; i++)
+            x[i] = rnd() * (float)pow(10, mag) * (i == 9 ? 8 : 1);
+        float lo = x[0], hi = x[0];
+        for (int i = 1; i < 64; i++) {
+            lo = x[i] < lo ? x[i] : lo;
+            hi = x[i] > hi ? x[i] : hi;
+        }
+        for (float a = 1.0f; a > 0.2f; a -= 0.13f) {
+            double want = err_pow(x, 64, &f, a * lo, a * hi, 2.4);
+            double got = qp_clip_err(x, 64, &f, QP_ROUND_HALF_AWAY, a * lo,
+                                     a * hi, 2.4);
+            CHECK_NEAR(got, want, 1e-6 * want);
+        }
+        CHECK(qp_clip_err(x, 64, &f, QP_ROUND_HALF_AWAY, lo, hi, 2.0) ==
+              qp_clip_sse(x, 64, &f, QP_ROUND_HALF_AWAY, lo, hi));
+        float slo = lo, shi = hi, blo = lo, bhi = hi;
+        qp_clip_search(x, 64, &f, QP_ROUND_HALF_AWAY, &qp_clip_grid_gptq, &slo,
+                       &shi);
+        double best = 1e300;
+        for (int k = 0; k < 80; k++) {
+            float a = 1.0f - (float)k / QP_CLIP_GRID;
+            double e = err_pow(x, 64, &f, a * lo, a * hi, 2.4);
+            if (e < best * (1 - 1e-5)) { /* ties within the 1e-6 noise aside */
+                best = e;
+                blo = a * lo;
+                bhi = a * hi;
+            }
+        }
+        CHECK(slo == blo && shi == bhi);
+        CHECK(shi >= 0.21f * hi * 0.9999f);
+    }
+    CHECK_INT(qp_clip_grid_gptq.steps, 80);
+    CHECK(qp_clip_grid_gptq.norm == 2.4);
 }

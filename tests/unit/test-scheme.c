@@ -67,11 +67,19 @@ static bool qformat_eq(const struct qp_qformat *a, const struct qp_qformat *b)
     return a->bits == b->bits && a->asym == b->asym && a->narrow == b->narrow;
 }
 
+static bool gptq_eq(const struct qp_gptq_options *a,
+                    const struct qp_gptq_options *b)
+{
+    return a->act_order == b->act_order &&
+           a->static_groups == b->static_groups && a->mse == b->mse &&
+           a->damp == b->damp && a->block == b->block;
+}
+
 static bool scheme_eq(const struct qp_scheme *a, const struct qp_scheme *b)
 {
     if (!qformat_eq(&a->w.f, &b->w.f) || a->w.gran != b->w.gran ||
         a->w.group != b->w.group || a->w.algo != b->w.algo ||
-        a->has_acts != b->has_acts)
+        !gptq_eq(&a->w.gptq, &b->w.gptq) || a->has_acts != b->has_acts)
         return false;
     return !a->has_acts ||
            (qformat_eq(&a->a.f, &b->a.f) && a->a.dynamic == b->a.dynamic &&
@@ -125,6 +133,16 @@ QP_TEST(scheme_every_combination_round_trips)
                         s.w.f.asym = sym == 1;
                         s.w.f.narrow = sym == 2;
                         s.w.algo = (enum qp_walgo)algo;
+                        if (algo == QP_WALGO_GPTQ) {
+                            static const double damps[] = {0, 0.5, 0.000001,
+                                                           0.015, 0.999999};
+                            s.w.gptq.act_order = n % 2;
+                            s.w.gptq.static_groups =
+                                g == QP_GRAN_GROUP && n % 3 == 0;
+                            s.w.gptq.mse = n % 5 < 2;
+                            s.w.gptq.damp = damps[n % 5];
+                            s.w.gptq.block = (int64_t)(n % 4) * 96; /* never 128 */
+                        }
                         if (act >= 0) {
                             s.has_acts = true;
                             s.a.f.bits = bits[(b + 3) % 8];
@@ -244,6 +262,64 @@ QP_TEST(scheme_error_message_is_three_lines)
     CHECK_STR(err.msg, "scheme 'w4g0': group size must be at least 1\n"
                        "  w4g0\n"
                        "     ^");
+}
+
+QP_TEST(scheme_gptq_options)
+{
+    struct qp_scheme s;
+    REQUIRE(parse("w4g128@gptq", &s));
+    CHECK(!s.w.gptq.act_order && !s.w.gptq.static_groups && !s.w.gptq.mse);
+    CHECK(s.w.gptq.damp == 0 && s.w.gptq.block == 0);
+    REQUIRE(parse("w4g128z@gptq:blk32,mse,damp0.05,static,act+a8d", &s));
+    CHECK(s.w.gptq.act_order && s.w.gptq.static_groups && s.w.gptq.mse);
+    CHECK(s.w.gptq.damp == 0.05);
+    CHECK_INT(s.w.gptq.block, 32);
+    CHECK(s.w.f.asym && s.has_acts && s.a.dynamic);
+    REQUIRE(parse("w3c@gptq:damp0.5", &s));
+    CHECK(s.w.gptq.damp == 0.5 && !s.w.gptq.act_order);
+    /* defaults are stored as zero, whichever way they are written */
+    REQUIRE(parse("w4g64@gptq:damp0.010000,blk128", &s));
+    CHECK(s.w.gptq.damp == 0 && s.w.gptq.block == 0);
+
+    check_format(ctx, "w4g128@gptq:act", "w4g128@gptq:act");
+    check_format(ctx, "w4g128@gptq:act,static,mse,damp0.1,blk64",
+                 "w4g128@gptq:act,static,mse,damp0.1,blk64");
+    check_format(ctx, "w4g128@gptq:blk64,act", "w4g128@gptq:act,blk64");
+    check_format(ctx, "w4g128@gptq:damp0.01,blk128", "w4g128@gptq");
+    check_format(ctx, "w4g128@gptq:damp0.0200", "w4g128@gptq:damp0.02");
+    check_format(ctx, "w8cz@gptq:mse+a8t:pct99.9",
+                 "w8cz@gptq:mse+a8t:pct99.9");
+}
+
+QP_TEST(scheme_gptq_option_errors)
+{
+    ERR("w4g128@gptq:", "expected GPTQ option (act, static, mse, damp D or blk N)",
+        12);
+    ERR("w4g128@gptq:act,", "expected GPTQ option", 16);
+    ERR("w4g128@gptq:fast", "unknown GPTQ option 'fast'", 12);
+    ERR("w4g128@gptq:act,act", "GPTQ option 'act' given twice", 16);
+    ERR("w4g128@gptq:damp0.1,damp0.2", "'damp' given twice", 20);
+    ERR("w4c@gptq:static", "'static' needs group-wise weights ('g' N)", 9);
+    ERR("w4t@gptq:act,static", "'static' needs group-wise", 13);
+    ERR("w4g128@gptq:damp", "expected a dampening fraction after 'damp'", 16);
+    ERR("w4g128@gptq:damp1", "dampening must be in (0, 1), got 1", 16);
+    ERR("w4g128@gptq:damp0", "dampening must be in (0, 1), got 0", 16);
+    ERR("w4g128@gptq:damp0.0", "got 0.0", 16);
+    ERR("w4g128@gptq:damp00.1", "leading zero", 16);
+    ERR("w4g128@gptq:damp0.", "expected digits after '.'", 18);
+    ERR("w4g128@gptq:damp0.0000001", "dampening has more than 6 decimals", 24);
+    ERR("w4g128@gptq:blk", "expected a block size after 'blk'", 15);
+    ERR("w4g128@gptq:blk0", "block size must be at least 1", 15);
+    ERR("w4g128@gptq:blk2000000000", "block size must be at most 1073741824",
+        15);
+    ERR("w4g128@gptq:blk-1", "expected a block size after 'blk'", 15);
+    ERR("w4g128@rtn:act", "options after ':' apply to '@gptq' only", 10);
+    ERR("w4g128@mse:act", "apply to '@gptq' only", 10);
+    ERR("w4g128:act", "unexpected ':' after the weight part", 6);
+    ERR("w4g128@gptq:act;static", "unexpected ';' after the weight part", 15);
+    ERR("w4g128@gptq:act:static", "unexpected ':' after the weight part", 15);
+    ERR("w4g128@gptq:ACT", "expected GPTQ option", 12);
+    ERR("w4g128@gptq:act+a8t:", "expected range", 20);
 }
 
 QP_TEST(scheme_names)
