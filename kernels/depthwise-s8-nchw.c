@@ -9,8 +9,12 @@
 #include "kernels/kern-util.h"
 
 #define ALIGN 64
-/* Channels from which the NHWC kernel is faster (measured on PP-OCR). */
+/* Where planes pay here (below: the NHWC kernel is faster): fewer
+ * channels than NCHW_MAX_CHANNELS or planes of NCHW_MIN_AREA pixels, and
+ * at least NCHW_MIN_ROWS output rows (measured on PP-OCR's shapes). */
 #define NCHW_MAX_CHANNELS 64
+#define NCHW_MIN_AREA 2048
+#define NCHW_MIN_ROWS 8
 /* Below this many multiply-accumulates one thread is faster. */
 #define MIN_PARALLEL_MACS (1 << 18)
 
@@ -24,10 +28,14 @@ bool qp_dw_s8_nchw_fits(const struct qp_dw_s8 *dw)
     int32_t zp = dw->p.input_zero_point;
     bool fits = dw->p.in_dtype == QP_DTYPE_I8 ? zp >= -128 && zp <= 127
                                               : zp >= 0 && zp <= 255;
-    /* with many channels the NHWC kernel's vectors are full and its
-     * per-pixel setup small: it is faster there, transposes included */
+    /* with many channels on small planes the NHWC kernel's vectors are
+     * full and its per-pixel setup small, while each plane here repeats
+     * its weights along a row: the NHWC kernel is faster there,
+     * transposes included (measured on PP-OCR's shapes) */
+    size_t area = dw->out_h * dw->out_w;
     return dw->uk && dw->p.rq && dw->out_w > 0 && fits && /* padding is zp */
-           dw->p.geom.stride_w == 1 && dw->out_c < NCHW_MAX_CHANNELS;
+           dw->p.geom.stride_w == 1 && dw->out_h >= NCHW_MIN_ROWS &&
+           (dw->out_c < NCHW_MAX_CHANNELS || area >= NCHW_MIN_AREA);
 }
 
 /* Per thread: the padded plane, gathered tap rows (stride > 1), the

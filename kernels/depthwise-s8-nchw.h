@@ -19,7 +19,8 @@
 
 /* True when dw can and should run this way: a SIMD variant, an rq, an
  * input zero point that is a value of the input dtype, stride 1 along
- * rows, fewer than 64 channels (beyond, the NHWC kernel is faster). */
+ * rows, planes of at least 8 rows and either fewer than 64 channels or
+ * at least 2048 pixels (elsewhere the NHWC kernel is faster). */
 bool qp_dw_s8_nchw_fits(const struct qp_dw_s8 *dw);
 
 /* Scratch bytes (64-byte aligned by the caller) and threads for batch
