@@ -52,6 +52,7 @@ static void cache_put(struct bufcache *c, void *p, size_t live)
     c->cap[c->n] = malloc_usable_size(p);
     c->bytes += c->cap[c->n++];
     size_t limit = live / 2 > CACHE_MIN_BYTES ? live / 2 : CACHE_MIN_BYTES;
+    limit = limit > c->floor ? limit : c->floor;
     while (c->n && c->bytes > limit)
         cache_drop_oldest(c);
 }
@@ -62,6 +63,50 @@ static void cache_release(struct bufcache *c)
         free(c->p[i]);
     c->n = 0;
     c->bytes = 0;
+}
+
+enum qp_status qp_exec_buffers_new(struct qp_exec_buffers **out,
+                                   struct qp_error *err)
+{
+    if (!(*out = calloc(1, sizeof **out)))
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    return QP_OK;
+}
+
+void qp_exec_buffers_free(struct qp_exec_buffers *b)
+{
+    if (!b)
+        return;
+    cache_release(&b->cache);
+    qp_scratch_release(&b->scratch);
+    free(b);
+}
+
+/* The run takes the buffers b kept (NULL: none). */
+static void buffers_take(struct run *r, struct qp_exec_buffers *b)
+{
+    if (!b)
+        return;
+    r->cache = b->cache;
+    r->cache.floor = b->floor;
+    r->scratch.buf = b->scratch.buf;
+    r->scratch.cap = b->scratch.cap;
+    memset(&b->cache, 0, sizeof b->cache);
+    memset(&b->scratch, 0, sizeof b->scratch);
+}
+
+/* The run's buffers go to b (or are freed without b). */
+static void buffers_give(struct run *r, struct qp_exec_buffers *b)
+{
+    if (!b) {
+        qp_scratch_release(&r->scratch);
+        cache_release(&r->cache);
+        return;
+    }
+    b->cache = r->cache;
+    b->scratch.buf = r->scratch.buf;
+    b->scratch.cap = r->scratch.cap;
+    b->floor = r->peak_live / 2;
 }
 
 /* Bytes of physical memory: no single buffer of a run may be larger (a
@@ -279,6 +324,8 @@ void qp_run_track_peak(struct run *r)
     size_t now = r->live_bytes + r->scratch.cap + r->cache.bytes;
     if (now > r->peak)
         r->peak = now;
+    if (r->live_bytes > r->peak_live)
+        r->peak_live = r->live_bytes;
 }
 
 static void drop(struct run *r, int v)
@@ -592,8 +639,9 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
     if (n_inputs != g->n_inputs)
         return qp_fail(err, QP_E_INVAL, "graph '%s' has %d inputs, %d given",
                        g->name, g->n_inputs, n_inputs);
-    struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}, {{0}, {0}, 0, 0},
+    struct run r = {g, opts, NULL, NULL, NULL, 0, 0, 0, {0}, {{0}, {0}, 0, 0, 0},
                     qp_pool_new(0), tune, 0, 0};
+    buffers_take(&r, opts ? opts->buffers : NULL);
     r.scratch.run = &r; /* hooks allocate from the run's buffers too */
     /* the modes' hooks see every node, or fuse through run_span */
     const struct qp_exec_hooks *h = opts ? opts->hooks : NULL;
@@ -646,8 +694,7 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
         stats->nodes_run = r.ran;
         stats->nodes_skipped = r.ran_skipped;
     }
-    qp_scratch_release(&r.scratch);
-    cache_release(&r.cache);
+    buffers_give(&r, opts ? opts->buffers : NULL);
     qp_pool_free(r.pool);
     free(r.live);
     free(r.owned);

@@ -87,7 +87,21 @@ struct qp_exec_opts {
     void *release_ctx;
     /* handed to every operator as qp_op_ctx.state (model/op.h) */
     void *state;
+    /* NULL, or buffers kept from the previous run that used them and
+     * handed to the next (qp_exec_buffers_new) */
+    struct qp_exec_buffers *buffers;
 };
+
+/* Activation buffers and scratch that runs hand on to the next run
+ * (qp_exec_opts.buffers): without them every run starts with fresh
+ * memory, whose pages the system faults in again (the C library returns
+ * what a run freed when it ends). For callers that run graphs many times
+ * (a session, a benchmark); one run at a time may use them. *out belongs
+ * to the caller (qp_exec_buffers_free). */
+struct qp_exec_buffers;
+enum qp_status qp_exec_buffers_new(struct qp_exec_buffers **out,
+                                   struct qp_error *err);
+void qp_exec_buffers_free(struct qp_exec_buffers *b);
 
 struct qp_exec_stats {
     size_t peak_bytes;   /* most bytes of activations + scratch alive */

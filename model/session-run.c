@@ -408,7 +408,7 @@ enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
     struct qp_exec_opts eo = {o->capture, o->on_capture, o->capture_ctx, hooks,
                               o->progress, m ? r.skip : NULL,
                               m ? r.preset : NULL, record ? memo_keep : NULL, m,
-                              o->state};
+                              o->state, s->buf};
     struct qp_exec_tune tune = {o->no_fusion, NULL, NULL};
     struct qp_exec_stats es = {0};
     double t0 = now_seconds();
