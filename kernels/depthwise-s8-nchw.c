@@ -15,6 +15,10 @@
 #define NCHW_MAX_CHANNELS 64
 #define NCHW_MIN_AREA 2048
 #define NCHW_MIN_ROWS 8
+/* With the variant's row kernel (no weights repeated along rows): output
+ * rows of ROW_MIN_WIDTH pixels and planes of ROW_MIN_ROWS rows. */
+#define ROW_MIN_WIDTH 64
+#define ROW_MIN_ROWS 3
 /* Below this many multiply-accumulates one thread is faster. */
 #define MIN_PARALLEL_MACS (1 << 18)
 
@@ -33,8 +37,12 @@ bool qp_dw_s8_nchw_fits(const struct qp_dw_s8 *dw)
      * its weights along a row: the NHWC kernel is faster there,
      * transposes included (measured on PP-OCR's shapes) */
     size_t area = dw->out_h * dw->out_w;
-    return dw->uk && dw->p.rq && dw->out_w > 0 && fits && /* padding is zp */
-           dw->p.geom.stride_w == 1 && dw->out_h >= NCHW_MIN_ROWS &&
+    if (!dw->uk || !dw->p.rq || !dw->out_w || !fits || /* padding is zp */
+        dw->p.geom.stride_w != 1)
+        return false;
+    if (dw->uk->row) /* rows of a few vectors at least */
+        return dw->out_w >= ROW_MIN_WIDTH && dw->out_h >= ROW_MIN_ROWS;
+    return dw->out_h >= NCHW_MIN_ROWS &&
            (dw->out_c < NCHW_MAX_CHANNELS || area >= NCHW_MIN_AREA);
 }
 
@@ -109,13 +117,23 @@ static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
     int32_t *acc = (int32_t *)(void *)(s + l->acc);
     const uint8_t **xp = (const uint8_t **)(void *)(s + l->xp);
     const int32_t **wp = (const int32_t **)(void *)(s + l->wp);
+    /* the row kernel takes the taps' weights and folds the zero point
+     * into its start, sum (x - zp) w = sum x w - zp sum w; the pixel
+     * kernel wants them repeated along the row */
+    uint32_t start = (uint32_t)dw->bias[oc];
+    bool by_row = dw->uk->row != NULL;
     for (size_t t = 0; t < taps; t++) {
         int32_t w = dw->w[t * dw->out_c + oc];
+        start -= (uint32_t)dw->p.input_zero_point * (uint32_t)w;
+        if (by_row) {
+            wrep[t] = w;
+            continue;
+        }
         for (size_t j = 0; j < ow; j++)
             wrep[t * ow + j] = w;
         wp[t] = wrep + t * ow;
     }
-    for (size_t j = 0; j < ow; j++)
+    for (size_t j = 0; !by_row && j < ow; j++)
         init[j] = dw->bias[oc];
     bool sgn = dw->p.in_dtype == QP_DTYPE_I8;
     for (size_t oy = 0; oy < dw->out_h; oy++) {
@@ -133,7 +151,11 @@ static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
                 xp[t] = d;
             }
         }
-        dw->uk->pixel(ow, taps, xp, wp, sgn, dw->p.input_zero_point, init, acc);
+        if (by_row)
+            dw->uk->row(ow, taps, xp, wrep, sgn, (int32_t)start, acc);
+        else
+            dw->uk->pixel(ow, taps, xp, wp, sgn, dw->p.input_zero_point, init,
+                          acc);
         qp_rq_apply_plane(dw->p.rq, oc, acc, ow, y + oy * ow * es);
     }
 }

@@ -7,8 +7,10 @@
  * ones), then every output row is one call of the variant's pixel kernel
  * with the row's pixels as its lanes: tap t's lane j reads the padded
  * input under output pixel j (a pointer into the padded plane for stride
- * 1, a gathered row otherwise) and the tap's weight repeated. The sums
- * are the reference's modulo 2^32, so the bytes are. */
+ * 1, a gathered row otherwise) and the tap's weight repeated, or one call
+ * of its row kernel (the weights broadcast, the input zero point folded
+ * into the start: sum (x - zp) w = sum x w - zp sum w). The sums are the
+ * reference's modulo 2^32, so the bytes are. */
 #ifndef QP_KERNELS_DEPTHWISE_S8_NCHW_H
 #define QP_KERNELS_DEPTHWISE_S8_NCHW_H
 
@@ -19,8 +21,10 @@
 
 /* True when dw can and should run this way: a SIMD variant, an rq, an
  * input zero point that is a value of the input dtype, stride 1 along
- * rows, planes of at least 8 rows and either fewer than 64 channels or
- * at least 2048 pixels (elsewhere the NHWC kernel is faster). */
+ * rows, and planes where this is the faster way (measured on PP-OCR's
+ * shapes): with the variant's row kernel, rows of 64 pixels and 3 rows;
+ * with its pixel kernel only, 8 rows and either fewer than 64 channels or
+ * 2048 pixels. */
 bool qp_dw_s8_nchw_fits(const struct qp_dw_s8 *dw);
 
 /* Scratch bytes (64-byte aligned by the caller) and threads for batch

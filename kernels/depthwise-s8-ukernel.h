@@ -21,7 +21,31 @@ struct qp_dw_s8_ukernel {
     void (*pixel)(size_t n, size_t taps, const uint8_t *const *x,
                   const int32_t *const *w, bool x_signed, int32_t zp,
                   const int32_t *init, int32_t *acc);
+    /* n pixels of one channel's output row (kernels/depthwise-s8-nchw.c),
+     * sums modulo 2^32:
+     *   acc[j] = init + sum_{t < taps} x[t][j] * w[t]
+     * x[t]: n input bytes (int8 when x_signed, else uint8) under the n
+     * pixels for tap t; w[t]: the tap's weight, zero point subtracted
+     * (the input's zero point is folded into init). NULL: not provided. */
+    void (*row)(size_t n, size_t taps, const uint8_t *const *x,
+                const int32_t *w, bool x_signed, int32_t init, int32_t *acc);
 };
+
+/* row() in the reference's arithmetic from pixel j0 on: the tail a SIMD
+ * variant leaves after its whole vectors. */
+static inline void qp_dw_s8_row_tail(size_t j0, size_t n, size_t taps,
+                                     const uint8_t *const *x, const int32_t *w,
+                                     bool x_signed, int32_t init, int32_t *acc)
+{
+    for (size_t j = j0; j < n; j++) {
+        uint32_t a = (uint32_t)init;
+        for (size_t t = 0; t < taps; t++) {
+            int32_t v = x_signed ? (int8_t)x[t][j] : x[t][j];
+            a += (uint32_t)v * (uint32_t)w[t];
+        }
+        acc[j] = (int32_t)a;
+    }
+}
 
 /* Channels [c0, n) of pixel() in the reference's arithmetic (uint32,
  * modulo 2^32): the tail a SIMD variant leaves after its whole vectors. */

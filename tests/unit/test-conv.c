@@ -554,7 +554,7 @@ QP_TEST(conv_nchw_direct_matches_reference)
     check_cprob(ctx, &r, &q);             /* a 1-D row, extreme values */
     /* depthwise planes (kernels/depthwise-s8-nchw.h): depth multiplier 2,
      * padding, both threads; then 5x5 dilated, int8 */
-    struct cprob dq = {.layout = QP_CONV_NCHW, .batch = 2, .h = 40, .w = 50,
+    struct cprob dq = {.layout = QP_CONV_NCHW, .batch = 2, .h = 30, .w = 70,
                        .ic = 24, .oc = 48, .groups = 24, .kh = 3, .kw = 3,
                        .stride = 1, .dil = 1, .pt = 1, .pl = 1, .pb = 1,
                        .pr = 1, .idt = QP_DTYPE_U8, .fdt = QP_DTYPE_I8,
