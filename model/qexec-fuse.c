@@ -49,6 +49,7 @@ struct cached {
     int nodes[CHAIN_MAX];  /* theirs */
     size_t channels;
     uint8_t *comp;         /* [n][channels][256] */
+    uint8_t *lut_t;        /* the node's pair table transposed, or NULL */
 };
 
 struct qp_qfuse_cache {
@@ -60,8 +61,10 @@ void qp_qfuse_cache_free(struct qp_qfuse_cache *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->n; i++)
+    for (size_t i = 0; i < c->n; i++) {
         free(c->at[i].comp);
+        free(c->at[i].lut_t);
+    }
     free(c->at);
     free(c);
 }
@@ -297,9 +300,9 @@ static enum qp_status run_head(struct qp_qplan *p, struct qp_exec_span *s,
     return qp_qplan_run_int(p, &c, out, err);
 }
 
-/* The cache entry of ch (by its first node), made when missing; NULL
+/* The cache entry of node (a chain's first), made when missing; NULL
  * when out of memory. */
-static struct cached *entry(struct qp_qplan *p, const struct chain *ch)
+static struct cached *entry(struct qp_qplan *p, int node)
 {
     if (!p->fuse && (p->fuse = calloc(1, sizeof *p->fuse))) {
         p->fuse->n = (size_t)p->g->n_nodes;
@@ -308,8 +311,20 @@ static struct cached *entry(struct qp_qplan *p, const struct chain *ch)
             p->fuse = NULL;
         }
     }
-    return p->fuse ? &p->fuse->at[ch->head >= 0 ? ch->head : ch->m[0].node]
-                   : NULL;
+    return p->fuse ? &p->fuse->at[node] : NULL;
+}
+
+enum qp_status qp_qfuse_transposed(struct qp_qplan *p, int node,
+                                   const uint8_t *t, const uint8_t **tt,
+                                   struct qp_error *err)
+{
+    struct cached *e = entry(p, node);
+    if (e && !e->lut_t && (e->lut_t = malloc(65536)))
+        for (size_t a = 0; a < 256; a++)
+            for (size_t b = 0; b < 256; b++)
+                e->lut_t[b << 8 | a] = t[a << 8 | b];
+    *tt = e ? e->lut_t : NULL;
+    return *tt ? QP_OK : qp_fail(err, QP_E_NOMEM, "out of memory");
 }
 
 /* True when e holds ch's composed tables (ch's members a prefix of e's). */
@@ -330,7 +345,7 @@ static enum qp_status compose(struct qp_qplan *p, struct qp_exec_span *s,
                               struct chain *ch, struct qp_error *err)
 {
     size_t chans = ch->channels, per = chans * 256;
-    struct cached *e = entry(p, ch);
+    struct cached *e = entry(p, ch->head >= 0 ? ch->head : ch->m[0].node);
     if (!e)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     if (cached_has(e, ch)) {
@@ -355,7 +370,10 @@ static enum qp_status compose(struct qp_qplan *p, struct qp_exec_span *s,
     if (!comp)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     free(e->comp);
-    *e = (struct cached){ch->head >= 0, ch->n, {0}, chans, comp};
+    e->head = ch->head >= 0;
+    e->n = ch->n;
+    e->channels = chans;
+    e->comp = comp;
     for (int j = 0; j < ch->n; j++) {
         e->nodes[j] = ch->m[j].node;
         ch->m[j].comp = comp + (size_t)j * per;

@@ -37,6 +37,12 @@ enum qp_status qp_qfuse_run_span(void *ctx, struct qp_exec_span *s, int *done,
 struct qp_qfuse_cache;
 void qp_qfuse_cache_free(struct qp_qfuse_cache *c);
 
+/* Pair table t (65536 entries, index a * 256 + b) of node transposed
+ * (index b * 256 + a), made once and kept in the plan's cache. */
+enum qp_status qp_qfuse_transposed(struct qp_qplan *p, int node,
+                                   const uint8_t *t, const uint8_t **tt,
+                                   struct qp_error *err);
+
 /* The lookup table of node c->node (model/qexec.c; built from c's inputs,
  * whose quantized ones need only dtype and qparams, on first use):
  * 256 entries, or 65536 for two quantized inputs (index a * 256 + b). */

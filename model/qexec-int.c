@@ -7,6 +7,7 @@
 
 #include "kernels/lut-s8.h"
 #include "kernels/quantize-act.h"
+#include "model/qexec-fuse.h"
 
 /* Largest plane whose sum of dequantized codes is exact in double. */
 #define GAP_MAX_AREA ((size_t)1 << 20)
@@ -310,6 +311,97 @@ enum qp_status qp_qint_channel_table(struct qp_qplan *p,
     return st;
 }
 
+/* ---- pair tables with one input per block ---------------------------------- */
+
+/* For a table node of two quantized inputs where one (*small) holds one
+ * code per block of *inner consecutive output elements and the other
+ * has the output's shape (x * se[c] of a squeeze-excite block): true, with
+ * the two inputs' indices among c's inputs in in[0] (first quantized,
+ * the table's high byte) and in[1]. */
+static bool pair_rows_ok(const struct qp_qplan *p, const struct qp_op_ctx *c,
+                         int *in, int *small, size_t *inner)
+{
+    const struct qp_node *n = c->n;
+    const struct qp_qnode *q = &p->n[c->node];
+    int nq = 0;
+    if (!q->lut_ok || n->n_out != 1 || n->out[0] < 0 ||
+        !(q->kind == QP_QK_FLOAT ||
+          (q->kind == QP_QK_ADD && !qp_rq_flavor_fixed(p->flavor))))
+        return false;
+    for (int k = 0; k < n->n_in; k++) {
+        if (n->in[k] < 0 || c->g->values[n->in[k]].konst)
+            continue;
+        if (nq == 2 || !carried(p, n->in[k], c->in[k]))
+            return false;
+        in[nq++] = k;
+    }
+    if (nq != 2)
+        return false;
+    const struct qp_tensor *a = c->in[in[0]], *b = c->in[in[1]];
+    *small = qp_tensor_numel(a) < qp_tensor_numel(b) ? 0 : 1;
+    const struct qp_tensor *s = c->in[in[*small]], *big = c->in[in[1 - *small]];
+    if (qp_tensor_numel(s) == qp_tensor_numel(big) || s->ndim > big->ndim)
+        return false;
+    for (int k = 0; k < c->n_in; k++) /* scalar constants, within big's rank */
+        if (c->in[k] && c->in[k] != a && c->in[k] != b &&
+            (qp_tensor_numel(c->in[k]) != 1 || c->in[k]->ndim > big->ndim))
+            return false;
+    /* s aligned right: big's dims up to some axis, then ones */
+    int off = big->ndim - s->ndim, last = -1;
+    for (int d = 0; d < s->ndim; d++)
+        if (s->shape[d] != 1)
+            last = off + d;
+    for (int d = 0; d < big->ndim; d++) {
+        int64_t sd = d < off ? 1 : s->shape[d - off];
+        if (d <= last ? sd != big->shape[d] : sd != 1)
+            return false;
+    }
+    *inner = 1;
+    for (int d = last + 1; d < big->ndim; d++)
+        *inner *= (size_t)big->shape[d];
+    return *inner >= 64; /* whole table rows pay from there */
+}
+
+struct rows_job {
+    const uint8_t *t;   /* rows by the small input's code */
+    const uint8_t *s, *x;
+    uint8_t *y;
+    size_t inner;
+};
+
+static void rows_range(void *ctx, size_t b, size_t e)
+{
+    const struct rows_job *j = ctx;
+    for (size_t i = b; i < e; i++)
+        qp_lut8_apply(j->t + ((size_t)j->s[i] << 8), j->x + i * j->inner,
+                      j->inner, j->y + i * j->inner);
+}
+
+static enum qp_status run_pair_rows(struct qp_qplan *p,
+                                    const struct qp_op_ctx *c, const int *in,
+                                    int small, size_t inner,
+                                    struct qp_tensor **out,
+                                    struct qp_error *err)
+{
+    const uint8_t *t;
+    enum qp_status st = qp_qplan_lut(p, c, &t, err);
+    /* the small input indexes rows: as it is when it is the high byte,
+     * else of the table transposed */
+    if (!st && small == 1)
+        st = qp_qfuse_transposed(p, c->node, t, &t, err);
+    const struct qp_tensor *s = c->in[in[small]], *x = c->in[in[1 - small]];
+    struct qp_tdesc d;
+    qp_tdesc_of(x, &d);
+    d.dtype = p->v[c->n->out[0]].dtype;
+    if (st || (st = qp_op_new_tensor(c, c->g->values[c->n->out[0]].name, &d, out,
+                                     err)))
+        return st;
+    struct rows_job j = {t, s->data, x->data, (*out)->data, inner};
+    qp_op_parallel_items(c, qp_tensor_numel(s), qp_op_par_items(inner),
+                         rows_range, &j);
+    return attach(&p->v[c->n->out[0]], *out, err);
+}
+
 /* ---- dispatch ------------------------------------------------------------- */
 
 /* Resize's integer way: the gather runs on the codes (its shape
@@ -338,6 +430,10 @@ bool qp_qint_ok(const struct qp_qplan *p, const struct qp_op_ctx *c)
 {
     const struct qp_node *n = c->n;
     const struct qp_qnode *q = &p->n[c->node];
+    int in[2], small;
+    size_t inner;
+    if (pair_rows_ok(p, c, in, &small, &inner))
+        return true;
     if (q->kind != QP_QK_FLOAT || q->lut_ok || q->wq || n->n_out != 1 ||
         n->out[0] < 0 || !p->v[n->out[0]].quant || n->n_in < 1)
         return false;
@@ -356,8 +452,12 @@ enum qp_status qp_qint_run(struct qp_qplan *p, const struct qp_op_ctx *c,
                            struct qp_tensor **out, struct qp_error *err)
 {
     const struct qp_node *n = c->n;
+    int in[2], small;
+    size_t inner;
     out[0] = NULL;
-    enum qp_status st = is_op(n, "GlobalAveragePool") ? run_gap(p, c, out, err)
+    enum qp_status st = pair_rows_ok(p, c, in, &small, &inner)
+                            ? run_pair_rows(p, c, in, small, inner, out, err)
+                      : is_op(n, "GlobalAveragePool") ? run_gap(p, c, out, err)
                       : is_op(n, "Resize")            ? run_resize(p, c, out, err)
                                                       : run_concat(p, c, out, err);
     if (st) {

@@ -12,6 +12,13 @@
  *   Concat             256-entry table quantize(dequantize(code)) per
  *                      input (skipped when it is the identity).
  *
+ * and, for a node that already runs as a table of two quantized inputs,
+ * a faster walk when one input holds one code per block of 64 or more
+ * output elements (x * se[c]): each block is one row of the node's table
+ * (of its transpose, kept in the plan, when that input is the table's
+ * low byte) applied to the other input, the same bytes as the
+ * element-by-element lookups.
+ *
  * Used by the fused passes (model/qexec-fuse.c); the node-by-node run
  * (qp_qplan_run_int) keeps the float way. Internal to model/. */
 #ifndef QP_MODEL_QEXEC_INT_H
