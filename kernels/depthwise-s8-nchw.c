@@ -104,9 +104,49 @@ static void pad_plane(const struct qp_dw_s8 *dw, const struct layout *l,
     memset(dst + (g->pad_top + g->in_h) * l->pw, zp, g->pad_bottom * l->pw);
 }
 
+/* True when the VNNI rows (qp_dw_s8_rows4) may run dw: this CPU has
+ * them, QP_KERNELS and dw's own choice allow AVX-512 VNNI, and taps are
+ * consecutive along rows. */
+static bool rows4_ok(const struct qp_dw_s8 *dw)
+{
+#if defined(__x86_64__)
+    enum qp_kern_isa isa = dw->p.isa;
+    return (isa == QP_KERN_AUTO || isa == QP_KERN_AVX512VNNI) &&
+           dw->uk->isa == QP_KERN_AVX512 && dw->p.geom.dilation_w == 1 &&
+           qp_kern_isa_allowed(QP_KERN_AVX512VNNI) && qp_dw_s8_rows4_available();
+#else
+    (void)dw;
+    return false;
+#endif
+}
+
+/* Channel oc's taps as int8 packed four to an int32 per kernel row
+ * (qp_dw_s8_rows4) into wq, and their sum; false when a weight (its zero
+ * point subtracted) is not an int8. */
+static bool pack_taps(const struct qp_dw_s8 *dw, size_t oc, int32_t *wq,
+                      uint32_t *sum)
+{
+    const struct qp_conv_geom *g = &dw->p.geom;
+    size_t groups = (g->kernel_w + 3) / 4;
+    *sum = 0;
+    for (size_t ky = 0; ky < g->kernel_h; ky++)
+        for (size_t q = 0; q < groups; q++) {
+            uint32_t word = 0;
+            for (size_t t = 0; t < 4 && 4 * q + t < g->kernel_w; t++) {
+                int32_t w = dw->w[(ky * g->kernel_w + 4 * q + t) * dw->out_c + oc];
+                if (w < -128 || w > 127)
+                    return false;
+                word |= (uint32_t)(uint8_t)(int8_t)w << (8 * t);
+                *sum += (uint32_t)w;
+            }
+            wq[ky * groups + q] = (int32_t)word;
+        }
+    return true;
+}
+
 /* Output plane oc of one image from its padded input plane. */
 static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
-                      size_t oc, const uint8_t *pp, char *y, char *s)
+                      size_t oc, const uint8_t *pp, char *y, char *s, bool r4)
 {
     const struct qp_conv_geom *g = &dw->p.geom;
     size_t taps = g->kernel_h * g->kernel_w, ow = dw->out_w;
@@ -136,6 +176,22 @@ static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
     for (size_t j = 0; !by_row && j < ow; j++)
         init[j] = dw->bias[oc];
     bool sgn = dw->p.in_dtype == QP_DTYPE_I8;
+    uint32_t wsum;
+    if (r4 && pack_taps(dw, oc, wrep, &wsum)) {
+        /* int8 input enters as int8 + 128: 128 * sum w less */
+        uint32_t st = start - (sgn ? 128u * wsum : 0);
+        for (size_t oy = 0; oy < dw->out_h; oy++) {
+            for (size_t ky = 0; ky < g->kernel_h; ky++)
+                xp[ky] = pp + (oy * g->stride_h + ky * g->dilation_h) * l->pw;
+            qp_dw_s8_rows4(ow, g->kernel_h, g->kernel_w, xp, l->pw, wrep, sgn,
+                           (int32_t)st, acc);
+            qp_rq_apply_plane(dw->p.rq, oc, acc, ow, y + oy * ow * es);
+        }
+        return;
+    }
+    if (r4) /* weights beyond int8: the row kernel's taps */
+        for (size_t t = 0; t < taps; t++)
+            wrep[t] = dw->w[t * dw->out_c + oc];
     for (size_t oy = 0; oy < dw->out_h; oy++) {
         for (size_t ky = 0; ky < g->kernel_h; ky++) {
             const uint8_t *r = pp + (oy * g->stride_h + ky * g->dilation_h) * l->pw;
@@ -166,6 +222,7 @@ struct run_ctx {
     char *out;
     char *scratch;
     size_t batch;
+    bool r4; /* rows4_ok */
 };
 
 static void run_share(void *arg, int t, int nt)
@@ -186,14 +243,14 @@ static void run_share(void *arg, int t, int nt)
             pad_plane(dw, &l, x->in + src * hw, (uint8_t *)s + l.plane);
         last = src;
         run_plane(dw, &l, oc, (const uint8_t *)s + l.plane,
-                  x->out + p * ohw * es, s);
+                  x->out + p * ohw * es, s, x->r4);
     }
 }
 
 void qp_dw_s8_nchw_run(const struct qp_dw_s8 *dw, const uint8_t *input,
                        size_t batch, char *output, char *scratch)
 {
-    struct run_ctx x = {dw, input, output, scratch, batch};
+    struct run_ctx x = {dw, input, output, scratch, batch, rows4_ok(dw)};
     if (dw->out_h * dw->out_w == 0)
         return;
     qp_parallel_run(run_share, &x, run_threads(dw, batch));

@@ -65,6 +65,19 @@ static inline void qp_dw_s8_pixel_tail(size_t c0, size_t n, size_t taps,
     }
 }
 
+/* The row of an NCHW plane for stride and dilation 1 along rows, with
+ * AVX-512 VNNI and VBMI (kernels/x86/depthwise-s8-vnni.c), modulo 2^32:
+ *   acc[j] = init + sum_{y < kh, x < kw} u(rows[y][j + x]) * w[y][x]
+ * u(b) = b for uint8 input, b ^ 0x80 (int8 + 128) for int8 (x_signed; the
+ * caller folds 128 * sum w into init); w int8, packed four taps of a row
+ * per int32 (little-endian, zero past kw): wq[y * ceil(kw/4) + g]. rows[y]
+ * has len readable bytes. Defined only on x86-64; call only when
+ * qp_dw_s8_rows4_available(). */
+bool qp_dw_s8_rows4_available(void);
+void qp_dw_s8_rows4(size_t n, size_t kh, size_t kw, const uint8_t *const *rows,
+                    size_t len, const int32_t *wq, bool x_signed, int32_t init,
+                    int32_t *acc);
+
 /* x86 variants (defined only on x86-64). */
 extern const struct qp_dw_s8_ukernel qp_dw_s8_avx2;
 extern const struct qp_dw_s8_ukernel qp_dw_s8_avx512;

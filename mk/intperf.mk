@@ -6,3 +6,5 @@ INTPERF_VEC_OBJS := $(BUILD)/obj/kernels/conv-s8-nchw.o \
     $(BUILD)/obj/kernels/depthwise-s8-nchw.o $(BUILD)/obj/model/qexec-fuse.o \
     $(BUILD)/obj/model/qexec-int.o
 $(INTPERF_VEC_OBJS): XFLAGS := -O3
+# the depthwise plane rows gather bytes with vpermb (checked at run time)
+$(BUILD)/obj/kernels/x86/depthwise-s8-vnni.o: CFLAGS += -mavx512vbmi

@@ -571,4 +571,16 @@ QP_TEST(conv_nchw_direct_matches_reference)
     dq.izp = -9;
     dq.oc = 24;
     check_cprob(ctx, &r, &dq);
+    /* 5x5 and 7x7 undilated: AVX-512 VNNI rows, four taps a lane (two
+     * groups per kernel row; channels whose weights leave int8 take the
+     * plain rows), int8 then uint8 input with extreme values */
+    dq.dil = 1;
+    dq.pt = dq.pl = dq.pb = dq.pr = 2;
+    check_cprob(ctx, &r, &dq);
+    dq.kh = dq.kw = 7;
+    dq.pt = dq.pl = dq.pb = dq.pr = 3;
+    dq.idt = QP_DTYPE_U8;
+    dq.izp = 201;
+    dq.extreme = 1;
+    check_cprob(ctx, &r, &dq);
 }
