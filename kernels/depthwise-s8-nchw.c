@@ -66,7 +66,8 @@ static struct layout thread_layout(const struct qp_dw_s8 *dw)
     l.wrep = l.rows + (g->stride_w > 1 ? round_up(taps * ow, ALIGN) : 0);
     l.init = l.wrep + round_up(taps * ow * sizeof(int32_t), ALIGN);
     l.acc = l.init + round_up(ow * sizeof(int32_t), ALIGN);
-    l.xp = l.acc + round_up(ow * sizeof(int32_t), ALIGN);
+    /* a whole plane of accumulators: one requantization call per plane */
+    l.xp = l.acc + round_up(dw->out_h * ow * sizeof(int32_t), ALIGN);
     l.wp = l.xp + round_up(taps * sizeof(void *), ALIGN);
     l.total = l.wp + round_up(taps * sizeof(void *), ALIGN);
     return l;
@@ -150,7 +151,6 @@ static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
 {
     const struct qp_conv_geom *g = &dw->p.geom;
     size_t taps = g->kernel_h * g->kernel_w, ow = dw->out_w;
-    size_t es = qp_kern_out_size(dw->p.rq);
     uint8_t *rows = (uint8_t *)s + l->rows;
     int32_t *wrep = (int32_t *)(void *)(s + l->wrep);
     int32_t *init = (int32_t *)(void *)(s + l->init);
@@ -184,9 +184,9 @@ static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
             for (size_t ky = 0; ky < g->kernel_h; ky++)
                 xp[ky] = pp + (oy * g->stride_h + ky * g->dilation_h) * l->pw;
             qp_dw_s8_rows4(ow, g->kernel_h, g->kernel_w, xp, l->pw, wrep, sgn,
-                           (int32_t)st, acc);
-            qp_rq_apply_plane(dw->p.rq, oc, acc, ow, y + oy * ow * es);
+                           (int32_t)st, acc + oy * ow);
         }
+        qp_rq_apply_plane(dw->p.rq, oc, acc, dw->out_h * ow, y);
         return;
     }
     if (r4) /* weights beyond int8: the row kernel's taps */
@@ -208,12 +208,12 @@ static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
             }
         }
         if (by_row)
-            dw->uk->row(ow, taps, xp, wrep, sgn, (int32_t)start, acc);
+            dw->uk->row(ow, taps, xp, wrep, sgn, (int32_t)start, acc + oy * ow);
         else
             dw->uk->pixel(ow, taps, xp, wp, sgn, dw->p.input_zero_point, init,
-                          acc);
-        qp_rq_apply_plane(dw->p.rq, oc, acc, ow, y + oy * ow * es);
+                          acc + oy * ow);
     }
+    qp_rq_apply_plane(dw->p.rq, oc, acc, dw->out_h * ow, y);
 }
 
 struct run_ctx {
