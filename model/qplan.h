@@ -45,7 +45,9 @@
  * its outputs. The int mode needs 8-bit activations and per-tensor or
  * per-channel weights of up to 8 bits (narrower ones unpacked to int8, as
  * devices feed 4-bit weights to 8-bit kernels: exact); group-wise weights
- * are refused. */
+ * are refused. That is the node-by-node run (qp_exec_tune.no_fusion, and
+ * qp_qplan_run_int); with fusion on, the hooks' run_span computes the same
+ * bytes in fewer passes (model/qexec-fuse.h, model/qexec-int.h). */
 #ifndef QP_MODEL_QPLAN_H
 #define QP_MODEL_QPLAN_H
 
