@@ -51,6 +51,7 @@ static void cache_put(struct bufcache *c, void *p, size_t live)
     c->cap[c->n] = malloc_usable_size(p);
     c->bytes += c->cap[c->n++];
     size_t limit = live / 2 > CACHE_MIN_BYTES ? live / 2 : CACHE_MIN_BYTES;
+    limit = limit > c->floor ? limit : c->floor;
     while (c->n && c->bytes > limit)
         cache_drop_oldest(c);
 }
@@ -61,6 +62,50 @@ static void cache_release(struct bufcache *c)
         free(c->p[i]);
     c->n = 0;
     c->bytes = 0;
+}
+
+enum qp_status qp_exec_buffers_new(struct qp_exec_buffers **out,
+                                   struct qp_error *err)
+{
+    if (!(*out = calloc(1, sizeof **out)))
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    return QP_OK;
+}
+
+void qp_exec_buffers_free(struct qp_exec_buffers *b)
+{
+    if (!b)
+        return;
+    cache_release(&b->cache);
+    qp_scratch_release(&b->scratch);
+    free(b);
+}
+
+/* The run takes the buffers b kept (NULL: none). */
+static void buffers_take(struct run *r, struct qp_exec_buffers *b)
+{
+    if (!b)
+        return;
+    r->cache = b->cache;
+    r->cache.floor = b->floor;
+    r->scratch.buf = b->scratch.buf;
+    r->scratch.cap = b->scratch.cap;
+    memset(&b->cache, 0, sizeof b->cache);
+    memset(&b->scratch, 0, sizeof b->scratch);
+}
+
+/* The run's buffers go to b (or are freed without b). */
+static void buffers_give(struct run *r, struct qp_exec_buffers *b)
+{
+    if (!b) {
+        qp_scratch_release(&r->scratch);
+        cache_release(&r->cache);
+        return;
+    }
+    b->cache = r->cache;
+    b->scratch.buf = r->scratch.buf;
+    b->scratch.cap = r->scratch.cap;
+    b->floor = r->peak_live / 2;
 }
 
 /* A tensor with uninitialized owned data (from the cache when it fits). */
@@ -132,6 +177,26 @@ enum qp_status qp_op_scratch_get(const struct qp_op_ctx *c, size_t bytes,
         return qp_op_fail(err, c, QP_E_NOMEM, "cannot allocate %zu bytes of "
                           "scratch", bytes);
     return QP_OK;
+}
+
+/* The run of c, when c belongs to one. */
+static struct run *ctx_run(const struct qp_op_ctx *c)
+{
+    return c->scratch ? c->scratch->run : NULL;
+}
+
+enum qp_status qp_op_new_tensor(const struct qp_op_ctx *c, const char *name,
+                                const struct qp_tdesc *d,
+                                struct qp_tensor **out, struct qp_error *err)
+{
+    struct run *r = ctx_run(c);
+    return qp_run_new_tensor(r ? &r->cache : NULL, name, d, out, err);
+}
+
+void qp_op_free_tensor(const struct qp_op_ctx *c, struct qp_tensor *t)
+{
+    struct run *r = ctx_run(c);
+    qp_run_free_tensor(r ? &r->cache : NULL, t, r ? r->live_bytes : 0);
 }
 
 void qp_scratch_release(struct qp_scratch *s)
@@ -215,8 +280,9 @@ static enum qp_status exec_ctx(const struct qp_op_ctx *c, struct qp_tensor **out
     for (int k = 0; k < n->n_out; k++)
         out[k] = NULL;
     enum qp_status st = check_input_data(c, err);
+    struct run *r = ctx_run(c);
     if (!st)
-        st = alloc_outputs(c, NULL, out, err);
+        st = alloc_outputs(c, r ? &r->cache : NULL, out, err);
     if (!st)
         st = run_def(c, out, err);
     if (st)
@@ -255,6 +321,8 @@ void qp_run_track_peak(struct run *r)
     size_t now = r->live_bytes + r->scratch.cap + r->cache.bytes;
     if (now > r->peak)
         r->peak = now;
+    if (r->live_bytes > r->peak_live)
+        r->peak_live = r->live_bytes;
 }
 
 static void drop(struct run *r, int v)
@@ -581,10 +649,15 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
     if (n_inputs != g->n_inputs)
         return qp_fail(err, QP_E_INVAL, "graph '%s' has %d inputs, %d given",
                        g->name, g->n_inputs, n_inputs);
-    struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}, {{0}, {0}, 0, 0},
+    struct run r = {g, opts, NULL, NULL, NULL, 0, 0, 0, {0}, {{0}, {0}, 0, 0, 0},
                     qp_pool_new(0), tune, 0, 0};
-    /* the modes' hooks see every node */
-    bool fuse = !(tune && tune->no_fusion) && !(opts && opts->hooks);
+    buffers_take(&r, opts ? opts->buffers : NULL);
+    r.scratch.run = &r; /* hooks allocate from the run's buffers too */
+    /* the modes' hooks see every node, or fuse through run_span */
+    const struct qp_exec_hooks *h = opts ? opts->hooks : NULL;
+    bool fuse = !(tune && tune->no_fusion) && !h;
+    bool spans = !(tune && tune->no_fusion) && h && h->run_span &&
+                 !h->map_inputs && !h->after_node;
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
     r.live = calloc(nv, sizeof *r.live);
     r.owned = calloc(nv, sizeof *r.owned);
@@ -603,6 +676,8 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
             i++;
             continue;
         }
+        if (spans)
+            st = qp_run_span(&r, i, &done, err);
         if (fuse && i + 1 < g->n_nodes && qp_op_is_conv(&g->nodes[g->order[i]]) &&
             (len = unskipped(&r, i + 1, qp_run_candidates(g, i + 1))) > 0)
             st = qp_run_conv_fused(&r, i, len, &done, err);
@@ -629,8 +704,7 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
         stats->nodes_run = r.ran;
         stats->nodes_skipped = r.ran_skipped;
     }
-    qp_scratch_release(&r.scratch);
-    cache_release(&r.cache);
+    buffers_give(&r, opts ? opts->buffers : NULL);
     qp_pool_free(r.pool);
     free(r.live);
     free(r.owned);

@@ -117,9 +117,7 @@ static enum qp_status resize_plan(const struct qp_op_ctx *c, struct rplan *p,
                                   struct qp_error *err)
 {
     const struct qp_tensor *x = c->in[0];
-    enum qp_status st = qp_op_want_f32(c, 0, err);
-    if (st)
-        return st;
+    enum qp_status st = QP_OK;
     memset(p, 0, sizeof *p);
     p->nd = x->ndim;
     memcpy(p->in, x->shape, sizeof p->in);
@@ -181,14 +179,31 @@ static enum qp_status resize_plan(const struct qp_op_ctx *c, struct rplan *p,
     return QP_OK;
 }
 
+/* Nearest without extrapolation only gathers elements (nearest_run). */
+static bool gathers(const struct rplan *p)
+{
+    return p->mode == R_NEAREST && p->nd > 0 && strcmp(p->ctm, "tf_crop_and_resize");
+}
+
+/* resize_plan, and the input's dtype: f32, or any 1-byte type for a
+ * gather (integer codes, as the int mode carries them, are moved). */
+static enum qp_status resize_plan_typed(const struct qp_op_ctx *c,
+                                        struct rplan *p, struct qp_error *err)
+{
+    enum qp_status st = resize_plan(c, p, err);
+    if (st || (gathers(p) && qp_elem_size(c->in[0]->dtype) == 1))
+        return st;
+    return qp_op_want_f32(c, 0, err);
+}
+
 static enum qp_status resize_infer(const struct qp_op_ctx *c,
                                    struct qp_tdesc *out, struct qp_error *err)
 {
     struct rplan p;
-    enum qp_status st = resize_plan(c, &p, err);
+    enum qp_status st = resize_plan_typed(c, &p, err);
     if (st)
         return st;
-    out->dtype = QP_DTYPE_F32;
+    out->dtype = c->in[0]->dtype;
     out->ndim = p.nd;
     memcpy(out->shape, p.out, sizeof p.out);
     return QP_OK;
@@ -329,9 +344,10 @@ static void resize_axis(const struct tap *t, int64_t n_out, int64_t n_in,
 struct nearest_job {
     const struct rplan *p;
     int64_t *idx[QP_MAX_DIMS]; /* per axis: source index of each output */
-    const float *src;
-    float *dst;
+    const char *src;
+    char *dst;
     size_t rows;
+    size_t es;                 /* bytes per element: 4 or 1 */
 };
 
 /* Offset of the source row of output row r. */
@@ -353,16 +369,24 @@ static void nearest_rows(void *ctx, size_t b, size_t e)
     const struct nearest_job *j = ctx;
     size_t w = (size_t)j->p->out[j->p->nd - 1], prev = SIZE_MAX;
     const int64_t *iw = j->idx[j->p->nd - 1];
+    size_t es = j->es;
     for (size_t r = b; r < e; r++) {
         size_t s = nearest_src_row(j, r);
-        float *d = j->dst + r * w;
+        char *d = j->dst + r * w * es;
         if (s == prev) {
-            memcpy(d, d - w, w * sizeof *d);
+            memcpy(d, d - w * es, w * es);
             continue;
         }
-        const float *sr = j->src + s;
-        for (size_t x = 0; x < w; x++)
-            d[x] = sr[iw[x]];
+        if (es == 1) {
+            const char *sr = j->src + s;
+            for (size_t x = 0; x < w; x++)
+                d[x] = sr[iw[x]];
+        } else {
+            const float *sr = (const float *)(const void *)j->src + s;
+            float *df = (float *)(void *)d;
+            for (size_t x = 0; x < w; x++)
+                df[x] = sr[iw[x]];
+        }
         prev = s;
     }
 }
@@ -384,7 +408,8 @@ static enum qp_status nearest_run(const struct qp_op_ctx *c,
         return st;
     struct tap *t = (struct tap *)(void *)mem;
     int64_t *tab = (int64_t *)(void *)(mem + most * sizeof(struct tap));
-    struct nearest_job j = {p, {NULL}, c->in[0]->data, out->data, 0};
+    struct nearest_job j = {p, {NULL}, c->in[0]->data, out->data, 0,
+                            qp_elem_size(out->dtype)};
     for (int d = 0; d < p->nd; d++) {
         axis_taps(p, d, t);
         j.idx[d] = tab;
@@ -403,10 +428,10 @@ static enum qp_status resize_run(const struct qp_op_ctx *c,
                                  struct qp_error *err)
 {
     struct rplan p;
-    enum qp_status st = resize_plan(c, &p, err);
+    enum qp_status st = resize_plan_typed(c, &p, err);
     if (st || !qp_tensor_numel(out[0]))
         return st; /* an empty output (one dim 0, others maybe huge) */
-    if (p.mode == R_NEAREST && p.nd > 0 && strcmp(p.ctm, "tf_crop_and_resize"))
+    if (gathers(&p))
         return nearest_run(c, &p, out[0], err);
     /* two ping-pong buffers big enough for every intermediate shape, and
      * the largest tap table */

@@ -232,6 +232,17 @@ void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes);
 enum qp_status qp_op_scratch_get(const struct qp_op_ctx *c, size_t bytes,
                                  void **out, struct qp_error *err);
 
+/* A new tensor named name of d's dtype and shape, its data uninitialized,
+ * from the buffers of c's run when there is one (as the executor
+ * allocates node outputs); *out belongs to the caller, who frees it with
+ * qp_op_free_tensor (or qp_tensor_free) or hands it to the executor. */
+enum qp_status qp_op_new_tensor(const struct qp_op_ctx *c, const char *name,
+                                const struct qp_tdesc *d,
+                                struct qp_tensor **out, struct qp_error *err);
+
+/* Frees t (NULL: nothing), keeping its buffer for c's run. */
+void qp_op_free_tensor(const struct qp_op_ctx *c, struct qp_tensor *t);
+
 /* Element access in any runtime dtype, as double or int64 (bool reads
  * 0/1; float -> int truncates toward zero and saturates, NaN -> 0). */
 double qp_elem_get_f64(enum qp_dtype dt, const void *data, size_t i);

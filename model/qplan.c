@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/qexec-fuse.h"
 #include "quant/qparams.h"
 #include "quant/rtn.h"
 
@@ -200,6 +201,7 @@ void qp_qplan_free(struct qp_qplan *p)
     for (int v = 0; p->obs && v < g->n_values; v++)
         qp_observer_free(p->obs[v]);
     free(p->obs);
+    qp_qfuse_cache_free(p->fuse);
     qp_wcache_free(p->own_wcache);
     free(p->v);
     free(p->n);

@@ -45,7 +45,9 @@
  * its outputs. The int mode needs 8-bit activations and per-tensor or
  * per-channel weights of up to 8 bits (narrower ones unpacked to int8, as
  * devices feed 4-bit weights to 8-bit kernels: exact); group-wise weights
- * are refused.
+ * are refused. That is the node-by-node run (qp_exec_tune.no_fusion, and
+ * qp_qplan_run_int); with fusion on, the hooks' run_span computes the same
+ * bytes in fewer passes (model/qexec-fuse.h, model/qexec-int.h).
  *
  * Weight-only int mode (a scheme without activations, e.g. w4g128): only
  * for graphs whose weighted operators take integer weights
@@ -166,6 +168,8 @@ struct qp_qplan {
     struct qp_observer **obs;     /* [g->n_values] during calibration */
     size_t calib_batches;
     bool finished;
+    struct qp_qfuse_cache *fuse;  /* the int mode's composed tables, or NULL
+                                     (model/qexec-fuse.h) */
 };
 
 /* Plans g for o's mode: schemes per layer, weights quantized, observers

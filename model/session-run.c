@@ -399,7 +399,7 @@ enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
             return qp_fail(err, QP_E_INVAL, "a teacher-forced run is not "
                            "memoized");
         lh = (struct qp_exec_hooks){local_run_node, local_after, local_on_input,
-                                    local_inputs, &l};
+                                    local_inputs, &l, NULL};
         hooks = &lh;
     }
     struct reuse r = {0};
@@ -429,7 +429,7 @@ enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
                               &cap, hooks,
                               o->progress, m ? r.skip : NULL,
                               m ? r.preset : NULL, record ? memo_keep : NULL, m,
-                              o->state, o->release_weights};
+                              o->state, o->release_weights, s->buf};
     struct qp_exec_tune tune = {o->no_fusion, NULL, NULL};
     struct qp_exec_stats es = {0};
     double t0 = now_seconds();

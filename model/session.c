@@ -59,6 +59,8 @@ enum qp_status qp_session_new(struct qp_graph *g, const char *name,
     }
     s->g = g;
     enum qp_status st = qp_wcache_new(&s->wc, err);
+    if (!st)
+        st = qp_exec_buffers_new(&s->buf, err);
     if (!st && !(s->f32 = calloc((size_t)s->g->n_values + 1, sizeof *s->f32)))
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     if (st) {
@@ -80,6 +82,7 @@ void qp_session_free(struct qp_session *s)
         qp_observer_free(s->obs[i].obs);
     free(s->obs);
     qp_wcache_free(s->wc);
+    qp_exec_buffers_free(s->buf);
     free(s->f32);
     qp_graph_free(s->g);
     free(s->path);
