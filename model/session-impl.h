@@ -29,6 +29,7 @@ struct qp_session {
     size_t nobs, cap_obs;
     struct qp_wcache *wc;
     struct qp_session_stats stats;
+    struct qp_exec_buffers *buf; /* handed from run to run */
 };
 
 struct qp_splan {

@@ -73,11 +73,6 @@ static enum qp_status make(const struct qp_tensor *w, const struct qp_wscheme *w
 {
     *out = (struct qp_wquant){0};
     enum qp_status st = qp_rtn_quantize(w, ws, o, &out->q, err);
-    if (!st)
-        st = qp_tensor_new(w->name, QP_DTYPE_F32, w->ndim, w->shape, &out->fake,
-                           err);
-    if (!st)
-        qp_tensor_read_f32(out->q, 0, qp_tensor_numel(w), out->fake->data);
     if (!st && unpack && ws->f.bits < 8 && ws->gran != QP_GRAN_GROUP)
         st = unpack8(&out->q, err);
     if (st) {
@@ -119,14 +114,42 @@ enum qp_status qp_wcache_get(struct qp_wcache *c, const struct qp_graph *g,
     enum qp_status st = make(w, ws, o, unpack8, &e->w, err);
     if (st)
         return st;
+    /* the plan reads the quantized copy: the weight's mapped pages (a
+     * large model's file) need not stay resident */
+    if (w->map)
+        qp_mmap_release_range(w->map, (size_t)((const unsigned char *)w->data -
+                                               w->map->data), w->nbytes);
     e->value = value;
     e->ws = *ws;
     e->o = *o;
     e->unpack8 = unpack8;
     c->n++;
     c->stats.made++;
-    c->stats.bytes += e->w.q->nbytes + e->w.fake->nbytes;
+    c->stats.bytes += e->w.q->nbytes;
     *out = &e->w;
+    return QP_OK;
+}
+
+enum qp_status qp_wcache_fake(struct qp_wcache *c, const struct qp_wquant *w,
+                              const struct qp_tensor **out, struct qp_error *err)
+{
+    struct entry *e = NULL;
+    for (size_t i = 0; !e && i < c->n; i++)
+        if (c->e[i].w.q == w->q)
+            e = &c->e[i];
+    if (!e)
+        return qp_fail(err, QP_E_INVAL, "weight '%s' is not in the cache",
+                       w->q->name);
+    if (!e->w.fake) {
+        const struct qp_tensor *q = e->w.q;
+        enum qp_status st = qp_tensor_new(q->name, QP_DTYPE_F32, q->ndim,
+                                          q->shape, &e->w.fake, err);
+        if (st)
+            return st;
+        qp_tensor_read_f32(q, 0, qp_tensor_numel(q), e->w.fake->data);
+        c->stats.bytes += e->w.fake->nbytes;
+    }
+    *out = e->w.fake;
     return QP_OK;
 }
 
