@@ -26,6 +26,16 @@ static const struct backend_kind kinds[] = {
     {"onnx", any_file, qp_sweep_onnx_open},
 };
 
+void qp_sweep_session_cfg(const struct qp_sweep_cfg *c, struct qp_session_cfg *out)
+{
+    *out = (struct qp_session_cfg){
+        .mode = c->mode,
+        .scheme = c->kind == QP_SWEEP_SCHEME ? &c->scheme : NULL,
+        .recipe = c->kind == QP_SWEEP_RECIPE ? c->recipe : NULL,
+        .flavor = c->flavor,
+        .flavor_given = c->kind == QP_SWEEP_SCHEME || c->flavor_given};
+}
+
 const char *qp_sweep_backend_for(const char *model)
 {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)

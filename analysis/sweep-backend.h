@@ -3,13 +3,12 @@
  * Llama-family checkpoint) goes to the language-model backend, a file
  * (.onnx, .tflite) to the ONNX backend (analysis/sweep-onnx.h).
  *
- * The language-model backend is a slot: it reports perplexity with its
+ * The language-model backend reports perplexity with its
  * uncertainty (ppl, ppl_err), KL against the fp32 model's logits (kl,
  * kl_err), same-top-p (top1, top1_err), multiple-choice accuracy
  * (task_acc) and exact match (exact_match) from a token stream and task
  * files, and tokens/s, through the Llama runtime (model/llm.h) and
- * analysis/llm-eval.h. Until that runtime is in the build it refuses the
- * model with a message saying so. */
+ * analysis/llm-eval.h (analysis/sweep-llm.c says how). */
 #ifndef QP_ANALYSIS_SWEEP_BACKEND_H
 #define QP_ANALYSIS_SWEEP_BACKEND_H
 
@@ -17,6 +16,7 @@
 
 #include "analysis/sweep.h"
 #include "core/progress.h"
+#include "model/session.h"
 
 /* Everything a backend is opened from (the sweep command's options). */
 struct qp_sweep_src {
@@ -42,6 +42,11 @@ struct qp_sweep_src {
 enum qp_status qp_sweep_backend_open(const struct qp_sweep_src *src,
                                      struct qp_sweep_backend **out,
                                      struct qp_error *err);
+
+/* The session configuration of a (non-fp32) row c: its mode, scheme or
+ * recipe, and its flavor (given for a scheme row, as the CSV's requant
+ * column says). out points into c. */
+void qp_sweep_session_cfg(const struct qp_sweep_cfg *c, struct qp_session_cfg *out);
 
 /* The backend a model path goes to ("onnx", "llm"). */
 const char *qp_sweep_backend_for(const char *model);

@@ -180,12 +180,8 @@ static enum qp_status onnx_eval(void *self, const struct qp_sweep_cfg *c,
     struct qp_splan *p = NULL;
     enum qp_status st = QP_OK;
     if (c->kind != QP_SWEEP_FP32) {
-        struct qp_session_cfg cfg = {
-            .mode = c->mode,
-            .scheme = c->kind == QP_SWEEP_SCHEME ? &c->scheme : NULL,
-            .recipe = c->kind == QP_SWEEP_RECIPE ? c->recipe : NULL,
-            .flavor = c->flavor, .flavor_given = c->kind == QP_SWEEP_SCHEME ||
-                                                 c->flavor_given};
+        struct qp_session_cfg cfg;
+        qp_sweep_session_cfg(c, &cfg);
         st = qp_session_plan(x->s, &cfg, &p, err);
     }
     struct qp_outcome oc;

@@ -46,10 +46,14 @@ static const struct qp_cli cli = {
     "collapse, two that differ in anything but timings are an error.\n"
     "Quality of ONNX/TFLite rows: SQNR and cosine of the output vs fp32 on "
     "the --eval inputs\n"
-    "(default the --calib ones), KL and top-1 for outputs of classes. "
-    "Language-model rows\n"
-    "(a model folder: ppl, kl, same-top-p, task scores) need the Llama "
-    "runtime.\n"
+    "(default the --calib ones), KL and top-1 for outputs of classes.\n"
+    "Language models (a Llama-family folder): perplexity on --text or "
+    "--tokens (chunks of\n"
+    "--ctx tokens, as qprobe eval), KL and same-top-p against the fp32 "
+    "model's logits\n"
+    "(or --kl-base), --choices accuracy and --exact-match rate, tokens/s; "
+    "--calib is\n"
+    "a token file (default: the stream's first chunk).\n"
     "The CSV's columns: qprobe sweep --columns.",
     0, -1, "MODEL",
 };
@@ -97,6 +101,10 @@ static void on_row(void *ctx, const struct qp_sweep_event *e)
     if (e->error)
         fprintf(stderr, "sweep: [%zu/%zu] %s: error: %s\n", e->done, e->todo,
                 e->cfg->name, e->error);
+    else if (isnan(e->r->sqnr_db) && !isnan(e->r->ppl))
+        fprintf(stderr, "sweep: [%zu/%zu] %s: PPL %.3f, KL %.4g, %.3f MB, %.1f s "
+                "(ETA %.0f s)\n", e->done, e->todo, e->cfg->name, e->r->ppl,
+                e->r->kl, e->r->weight_bytes / 1e6, e->r->seconds, eta);
     else
         fprintf(stderr, "sweep: [%zu/%zu] %s: %.2f dB, %.3f MB, %.1f s (ETA %.0f s)\n",
                 e->done, e->todo, e->cfg->name, e->r->sqnr_db,
@@ -114,9 +122,32 @@ static const char *cell(char **row, const struct qp_csv *t, const char *col,
     return qp_table_num(v * scale, fmt, buf, n);
 }
 
+/* A column of the table printed after a sweep. */
+struct tcol {
+    const char *head, *csv;
+    double scale;
+    const char *fmt;
+};
+
+/* Graph models' columns and language models' (the last: the worst tensor
+ * or the row's error, for both). */
+static const struct tcol graph_cols[] = {
+    {"sqnr_db", "sqnr_db", 1, "%.2f"}, {"cosine", "cosine", 1, "%.5f"},
+    {"kl", "kl", 1, "%.3g"}, {"top1", "top1", 1, "%.3f"},
+    {"MB", "weight_bytes", 1e-6, "%.3f"}, {"bits/w", "bits_per_weight", 1, "%.2f"},
+    {"ms", "ms_per_input", 1, "%.1f"}, {"worst tensor", NULL, 0, NULL}};
+static const struct tcol llm_cols[] = {
+    {"ppl", "ppl", 1, "%.3f"}, {"+/-", "ppl_err", 1, "%.3f"},
+    {"kl", "kl", 1, "%.3g"}, {"+/-", "kl_err", 1, "%.2g"},
+    {"same_top", "top1", 1, "%.3f"}, {"task", "task_acc", 1, "%.3f"},
+    {"exact", "exact_match", 1, "%.3f"}, {"MB", "weight_bytes", 1e-6, "%.3f"},
+    {"bits/w", "bits_per_weight", 1, "%.2f"}, {"tok/s", "tokens_per_s", 1, "%.0f"},
+    {"error", NULL, 0, NULL}};
+#define TCOLS_MAX 16
+
 /* The shard's rows as a table, from the CSV as it is now. */
 static void print_rows(const struct args *a, const struct qp_sweep_grid *g,
-                       const struct qp_sweep_summary *sum)
+                       const struct qp_sweep_summary *sum, bool llm)
 {
     struct qp_csv *t;
     struct qp_error err;
@@ -124,9 +155,16 @@ static void print_rows(const struct args *a, const struct qp_sweep_grid *g,
         qp_cli_warn("%s", err.msg);
         return;
     }
-    static const char *const head[] = {"#", "name", "sqnr_db", "cosine", "kl",
-                                       "top1", "MB", "bits/w", "ms", "worst tensor"};
-    struct qp_table *tab = qp_table_new(10, head, "rlrrrrrrrl");
+    const struct tcol *tc = llm ? llm_cols : graph_cols;
+    size_t nc = llm ? sizeof llm_cols / sizeof llm_cols[0]
+                    : sizeof graph_cols / sizeof graph_cols[0];
+    const char *head[TCOLS_MAX + 2] = {"#", "name"};
+    char align[TCOLS_MAX + 3] = "rl";
+    for (size_t j = 0; j < nc; j++) {
+        head[2 + j] = tc[j].head;
+        align[2 + j] = tc[j].csv ? 'r' : 'l';
+    }
+    struct qp_table *tab = qp_table_new(nc + 2, head, align);
     long hc = qp_csv_column(t, "hash"), ec = qp_csv_column(t, "error"),
          wc = qp_csv_column(t, "worst_tensor");
     for (size_t k = 0; tab && k < g->n; k++) {
@@ -136,18 +174,14 @@ static void print_rows(const struct args *a, const struct qp_sweep_grid *g,
             char **row = t->rows[r];
             if (strcmp(row[hc], sum->hash[k]))
                 continue;
-            char b[7][32], idx[24], worst[64];
+            char b[TCOLS_MAX][32], idx[24], worst[64];
             snprintf(idx, sizeof idx, "%zu", k);
             snprintf(worst, sizeof worst, "%.60s", row[ec][0] ? row[ec] : row[wc]);
-            const char *cells[10] = {
-                idx, g->c[k].name,
-                cell(row, t, "sqnr_db", 1, "%.2f", b[0], 32),
-                cell(row, t, "cosine", 1, "%.5f", b[1], 32),
-                cell(row, t, "kl", 1, "%.3g", b[2], 32),
-                cell(row, t, "top1", 1, "%.3f", b[3], 32),
-                cell(row, t, "weight_bytes", 1e-6, "%.3f", b[4], 32),
-                cell(row, t, "bits_per_weight", 1, "%.2f", b[5], 32),
-                cell(row, t, "ms_per_input", 1, "%.1f", b[6], 32), worst};
+            const char *cells[TCOLS_MAX + 2] = {idx, g->c[k].name};
+            for (size_t j = 0; j < nc; j++)
+                cells[2 + j] = tc[j].csv ? cell(row, t, tc[j].csv, tc[j].scale,
+                                                tc[j].fmt, b[j], 32)
+                                         : worst;
             qp_table_add(tab, cells);
             break;
         }
@@ -252,7 +286,8 @@ static int sweep(struct args *a, const char *model)
                sum.in_shard, a->shard, a->nshards, sum.computed, sum.done_before,
                sum.failed, sum.seconds, a->csv);
         if (!a->quiet)
-            print_rows(a, &g, &sum);
+            print_rows(a, &g, &sum,
+                       !strcmp(qp_sweep_backend_for(a->src.model), "llm"));
     }
     if (!st && a->json)
         rc = write_json(a, model, &g, &sum);
@@ -358,13 +393,13 @@ int cmd_sweep(int argc, char **argv)
         QP_OPT_STR_("tokens", 0, "IDS", "language models: token ids (.npy)",
                     &a.src.tokens),
         QP_OPT_STR_("kl-base", 0, "FILE", "language models: base logits "
-                    "(default: the fp32 row's)", &a.src.kl_base),
+                    "(default: the fp32 model's, made once)", &a.src.kl_base),
         QP_OPT_STR_("choices", 0, "FILE", "language models: multiple-choice "
                     "items (.jsonl)", &a.src.choices),
         QP_OPT_STR_("exact-match", 0, "FILE", "language models: prompt/answer "
                     "items (.jsonl)", &a.src.exact),
-        QP_OPT_INT_("ctx", 0, "N", "language models: tokens per chunk", &a.src.ctx,
-                    2, 1 << 20),
+        QP_OPT_INT_("ctx", 0, "N", "language models: tokens per chunk (default "
+                    "512)", &a.src.ctx, 2, 1 << 20),
         QP_OPT_INT_("chunks", 0, "N", "language models: chunks scored (0: all)",
                     &a.src.chunks, 0, 1e9),
         QP_OPT_FLAG_("quiet", 'q', "no progress lines, no table", &a.quiet),

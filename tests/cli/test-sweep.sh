@@ -36,10 +36,13 @@ test_sweep_usage_errors() {
     assert_contains err "--text is for language models"
     assert_exit 2 "$QPROBE" sweep --merge a.csv
     assert_contains err "--merge needs the tables to merge and -o"
-    # a model folder is a language model: a clear refusal until the runtime lands
+    # a model folder is a language model: it needs a token stream or tasks,
+    # and a folder that is not a model is named
     mkdir llm
+    assert_exit 1 "$QPROBE" sweep llm --grid w8c --csv s.csv
+    assert_contains err "'llm': a language-model sweep needs --text or --tokens"
     assert_exit 1 "$QPROBE" sweep llm --grid w8c --text t.txt --csv s.csv
-    assert_contains err "needs the Llama runtime"
+    assert_contains err "llm/config.json"
     [ ! -e s.csv ] || fail "a refused sweep left a table"
     assert_exit 1 "$QPROBE" sweep m.onnx --grid w8c --calib c --csv s.csv
     assert_contains err "m.onnx"
