@@ -349,33 +349,60 @@ static const struct qp_report_col recipe_cols[] = {
     {"bitops", "GBitOps", "%.4g", 1e-9, 0},
     {"transitions", "transitions", "%.0f", 1, 0},
     {"reranked", "re-ranked", "%.0f", 1, 0},
+    {"kind", "step kind", NULL, 1, 0},
+    {"units", "units", "%.0f", 1, 0},
+    {"calib_ppl_delta", "calib PPL - fp32", "%.4g", 1, 0},
+    {"eval_ppl_delta", "held-out PPL - fp32", "%.4g", 1, 0},
 };
+
+/* A figure of the calibration and held-out columns cal and ev against the
+ * weights' size (stem ID-suffix), when any of their values is finite (an
+ * older table without them, or an ONNX search's PPL columns: none). */
+static enum qp_status recipe_curve(struct qp_report_ctx *c, const char *suffix,
+                                   const char *cal, const char *ev, const char *ylabel,
+                                   const char *caption, struct qp_error *err)
+{
+    size_t n = c->t->nrows;
+    double *x = calloc(n + 1, sizeof *x), *yc = calloc(n + 1, sizeof *yc),
+           *ye = calloc(n + 1, sizeof *ye);
+    enum qp_status st = x && yc && ye ? QP_OK : qp_fail(err, QP_E_NOMEM, "out of memory");
+    bool any = false;
+    for (size_t r = 0; !st && r < n; r++) {
+        x[r] = qp_report_num(c, r, "bytes") / 1e6;
+        yc[r] = qp_report_num(c, r, cal);
+        ye[r] = qp_report_num(c, r, ev);
+        any |= isfinite(yc[r]) || isfinite(ye[r]);
+    }
+    char s[64], title[4200];
+    snprintf(s, sizeof s, "%s-%s", c->id, suffix);
+    snprintf(title, sizeof title, "recipe search: %s vs size, %s", ylabel, c->path);
+    const double *ys[2] = {yc, ye};
+    static const char *const names[2] = {"calibration", "held-out"};
+    if (!st && any &&
+        !(st = qp_report_curves(c->dir, s, title, "weights (MB)", ylabel, x, ys, names,
+                                2, n, err)))
+        figure(c, s, caption);
+    free(x);
+    free(yc);
+    free(ye);
+    return st;
+}
 
 enum qp_status qp_report_recipe(struct qp_report_ctx *c, struct qp_error *err)
 {
-    size_t n = c->t->nrows;
     qp_report_open(c, "recipe search");
     qp_html_para(c->html, "Each step of the search (the start first): quality on "
                           "the calibration inputs that decided it and on held-out "
                           "inputs, against the weights' size.");
-    double *x = calloc(n + 1, sizeof *x), *yc = calloc(n + 1, sizeof *yc),
-           *ye = calloc(n + 1, sizeof *ye);
-    enum qp_status st = x && yc && ye ? QP_OK : qp_fail(err, QP_E_NOMEM, "out of memory");
-    for (size_t r = 0; !st && r < n; r++) {
-        x[r] = qp_report_num(c, r, "bytes") / 1e6;
-        yc[r] = qp_report_num(c, r, "calib_sqnr");
-        ye[r] = qp_report_num(c, r, "eval_sqnr");
-    }
-    char s[64], title[4200];
-    snprintf(s, sizeof s, "%s-pareto", c->id);
-    snprintf(title, sizeof title, "recipe search: quality vs size, %s", c->path);
-    const double *ys[2] = {yc, ye};
-    static const char *const names[2] = {"calibration", "held-out"};
-    if (!st && n &&
-        !(st = qp_report_curves(c->dir, s, title, "weights (MB)",
-                                "output SQNR vs fp32 (dB)", x, ys, names, 2, n, err)))
-        figure(c, s, "The search's Pareto curve: quality per step against the "
-                     "weights' size.");
+    enum qp_status st = recipe_curve(c, "pareto", "calib_sqnr", "eval_sqnr",
+                                     "output SQNR vs fp32 (dB)",
+                                     "The search's Pareto curve: quality per step "
+                                     "against the weights' size.", err);
+    if (!st)
+        st = recipe_curve(c, "ppl", "calib_ppl_delta", "eval_ppl_delta",
+                          "perplexity - fp32's", "A language model's search: its "
+                          "perplexity above fp32's per step against the weights' "
+                          "size.", err);
     char id[48];
     snprintf(id, sizeof id, "%s-table", c->id);
     if (!st)
@@ -383,8 +410,5 @@ enum qp_status qp_report_recipe(struct qp_report_ctx *c, struct qp_error *err)
                              sizeof recipe_cols / sizeof recipe_cols[0], NULL, 0,
                              NULL, NULL, err);
     qp_html_section_end(c->html);
-    free(x);
-    free(yc);
-    free(ye);
     return st;
 }

@@ -119,6 +119,7 @@ static const struct qp_report_col sweep_cols[] = {
     {"sqnr_db", "SQNR (dB)", "%.2f", 1, 1},
     {"cosine", "cosine", "%.5f", 1, 1},
     {"kl", "KL", "%.4g", 1, -1},
+    {"kl_err", "KL ±", "%.2g", 1, 0},
     {"top1", "top-1", "%.3f", 1, 1},
     {"ppl", "PPL", "%.3f", 1, -1},
     {"ppl_err", "PPL ±", "%.3f", 1, 0},

@@ -37,6 +37,7 @@ test_report_every_kind_in_headless_chromium() {
     assert_exit 0 "$QPROBE" report sweep.csv diff.csv sens.csv ladder.csv pareto.csv \
         -o rep --screenshot --title 'cls report'
     assert_contains out "1 sweep 1 diff 1 sensitivity 1 ladder 1 recipe; 6 plots"
+    [ ! -e rep/recipe-1-ppl.png ] || fail "a graph model's search got a perplexity curve"
     assert_contains out "screenshot.png"
     assert_contains rep/index.html "<title>cls report</title>"
     for id in sweep-1 diff-1 sensitivity-1 ladder-1 recipe-1; do
@@ -107,4 +108,43 @@ test_report_refusals() {
     assert_contains err "nope.csv"
     [ ! -e rep ] || fail "a refused report left its folder"
     no_tmp_left .
+}
+
+# A language model's tables: a sweep of the tiny Llama with a recipe from
+# `qprobe recipe --target-ppl-delta` as a row, and that search's Pareto CSV
+# (its kind, units and perplexity columns as main writes them): the sweep
+# plots perplexity, the recipe section adds a perplexity curve.
+test_report_llm_sweep_and_ppl_recipe() {
+    M=$ROOT/data/llama-tiny
+    head -c 3000 "$M/heldout.txt" >a.txt
+    tail -c 3000 "$M/heldout.txt" >b.txt
+    "$QPROBE" tokenize "$M" --text a.txt --add-special -o calib.npy
+    "$QPROBE" tokenize "$M" --text b.txt --add-special -o eval.npy
+    "$QPROBE" recipe "$M" --calib calib.npy --eval eval.npy --base w4g128 --promote w8c \
+        --target-ppl-delta 0.5 -o r.json --pareto p.csv -q >/dev/null
+    assert_eq "$(head -1 p.csv | cut -d, -f13-)" \
+        "reranked,kind,units,calib_ppl_delta,eval_ppl_delta" "recipe CSV header"
+    "$QPROBE" sweep "$M" --text "$M/heldout.txt" --ctx 256 --grid 'w4g128,r.json' \
+        --csv s.csv -q >/dev/null
+    # the recipe, validated as a sweep row: better than its base, larger
+    awk -v r="$(csv_field s.csv r.json ppl)" -v b="$(csv_field s.csv w4g128 ppl)" \
+        'BEGIN { exit !(r < b) }' || fail "the recipe row is not better than w4g128"
+    awk -v r="$(csv_field s.csv r.json weight_bytes)" -v b="$(csv_field s.csv w4g128 weight_bytes)" \
+        'BEGIN { exit !(r > b) }' || fail "the recipe row is not larger than w4g128"
+    assert_exit 0 "$QPROBE" report s.csv p.csv -o rep
+    assert_contains out "1 sweep 1 recipe; 4 plots"
+    assert_contains rep/sweep-1-size.gp "set ylabel 'perplexity (lower is better)'"
+    # the best perplexity of the quantized rows is marked
+    best=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+        $3 != "fp32" && (m == "" || $c["ppl"] + 0 < m) { m = $c["ppl"] + 0 }
+        END { printf "%.3f", m }' s.csv)
+    grep -Eq "<td class=\"best\" data-k=\"[^\"]*\">$best</td>" rep/index.html ||
+        fail "the best PPL $best is not marked"
+    # the perplexity curve holds the CSV's steps: size, calib and eval delta
+    awk -F, 'NR > 1 { printf "%s %s %s\n", $10 / 1e6, $16, $17 }' p.csv >want.txt
+    grep -v '^#' rep/recipe-1-ppl.dat | awk '{ printf "%s %s %s\n", $1, $2, $3 }' >got.txt
+    assert_eq "$(cat got.txt)" "$(cat want.txt)" "recipe-1-ppl.dat"
+    [ -s rep/recipe-1-ppl.png ] && grep -q '<svg' rep/recipe-1-ppl.svg || fail "the PPL plot"
+    assert_contains rep/index.html "held-out PPL - fp32"
+    assert_contains rep/index.html "<td class=\"t\">promote</td>"
 }

@@ -46,6 +46,16 @@ QP_TEST(report_tells_every_table_by_its_header)
     CHECK_INT(kind("step,unit,scheme,predicted_gain,measured_gain,calib_sqnr,"
                    "calib_kl,eval_sqnr,eval_kl,bytes,bitops,transitions,reranked"),
               QP_REPORT_RECIPE);
+    /* the headers main writes today (recipe step kinds and perplexity,
+     * sensitivity's one-out, weight statistics and local columns) */
+    CHECK_INT(kind("step,unit,scheme,predicted_gain,measured_gain,calib_sqnr,"
+                   "calib_kl,eval_sqnr,eval_kl,bytes,bitops,transitions,reranked,"
+                   "kind,units,calib_ppl_delta,eval_ppl_delta"), QP_REPORT_RECIPE);
+    CHECK_INT(kind("rank,unit,kind,params,bytes_fp32,bytes_scheme,macs,in_w_sqnr,"
+                   "in_a_sqnr,in_wa_sqnr,in_wa_kl,in_wa_top1,out_w_sqnr,out_a_sqnr,"
+                   "out_wa_sqnr,out_wa_kl,weight_sqnr,kurtosis,outliers_6sigma,"
+                   "channel_spread,clip_share,act_range,local_sqnr,accum_sqnr,hint"),
+              QP_REPORT_SENS);
     /* near misses */
     CHECK_INT(kind("rank,name,shape,numel,sqnr"), -1);
     CHECK_INT(kind("index,name,block,fake_vs_first_db,fake_vs_prev_db,"
