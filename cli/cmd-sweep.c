@@ -366,7 +366,8 @@ int cmd_sweep(int argc, char **argv)
         QP_OPT_LIST_("grid-file", 0, "FILE", "configurations, one or more a "
                      "line (repeatable)", &a.grid_files),
         QP_OPT_STR_("calib", 0, "DIR", "calibration inputs: activation ranges "
-                    "(default: the --eval inputs)", &a.calib),
+                    "(default: the --eval inputs; language models: a token file, "
+                    "default the stream's first chunk)", &a.calib),
         QP_OPT_STR_("eval", 0, "DIR", "evaluation inputs the rows are scored "
                     "on (default: the --calib inputs)", &a.eval),
         QP_OPT_STR_("csv", 0, "FILE", "the table: created, or resumed", &a.csv),
