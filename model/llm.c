@@ -325,6 +325,23 @@ enum qp_status qp_llm_plan(struct qp_llm *m, const struct qp_session_cfg *cfg,
 
 /* ---- forward -------------------------------------------------------------------- */
 
+/* *t as float32: the int mode's head output is an 8-bit quantized tensor
+ * (static activations), which the caller reads as float logits. */
+static enum qp_status logits_f32(struct qp_tensor **t, struct qp_error *err)
+{
+    if ((*t)->dtype == QP_DTYPE_F32)
+        return QP_OK;
+    struct qp_tensor *f;
+    enum qp_status st = qp_tensor_new((*t)->name, QP_DTYPE_F32, (*t)->ndim,
+                                      (*t)->shape, &f, err);
+    if (st)
+        return st;
+    qp_tensor_read_f32(*t, 0, qp_tensor_numel(*t), f->data);
+    qp_tensor_free(*t);
+    *t = f;
+    return QP_OK;
+}
+
 enum qp_status qp_llm_forward(struct qp_llm *m, const struct qp_llm_pass *p,
                               const int32_t *ids, int64_t b, int64_t t,
                               struct qp_tensor **logits, struct qp_error *err)
@@ -344,5 +361,5 @@ enum qp_status qp_llm_forward(struct qp_llm *m, const struct qp_llm_pass *p,
     const struct qp_tensor *feed[1] = {x};
     st = qp_session_run(m->s, p ? p->plan : NULL, feed, &o, logits, NULL, err);
     qp_tensor_free(x);
-    return st;
+    return st ? st : logits_f32(logits, err);
 }

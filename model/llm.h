@@ -114,7 +114,8 @@ enum qp_status qp_llm_plan(struct qp_llm *m, const struct qp_session_cfg *cfg,
 
 /* One forward pass on ids [b, t] (b 0: one sequence) under plan (NULL:
  * fp32) with kv (NULL: no cache; else the tokens continue its sequences).
- * *logits ([t, vocab] or [b, t, vocab]) belongs to the caller. capture and
+ * *logits ([t, vocab] or [b, t, vocab], float32 in every mode) belongs to
+ * the caller. capture and
  * on_capture as in qp_session_run_opts (NULL: none). */
 struct qp_llm_pass {
     const struct qp_splan *plan;

@@ -63,6 +63,21 @@ test_llm_eval_perplexity_as_llama_cpp() {
     assert_near "$(json_num e.json ppl_unc)" 7.13819 0.001
 }
 
+test_llm_eval_int_mode_scores_float_logits() {
+    # static 8-bit activations: the head's output is an int8 tensor, which
+    # eval reads dequantized (it once read the codes' bytes as floats)
+    for m in fake int; do
+        assert_exit 0 "$QPROBE" eval "$TINY" --tokens "$GOLD/tiny-heldout-ids.npy" \
+            --ctx 256 --mode $m --scheme w8c+a8t --calib "$GOLD/tiny-heldout-ids.npy" \
+            --json $m.json -q
+    done
+    f=$(json_num fake.json ppl) i=$(json_num int.json ppl)
+    # the fp32 PPL at ctx 256 is 94.46; int and fake differ by rounding only
+    awk -v f="$f" -v i="$i" 'BEGIN { exit !(i == i + 0 && i > 80 && i < 110 &&
+                                          (i - f) / f < 0.02 && (f - i) / f < 0.02) }' ||
+        fail "int PPL $i, fake PPL $f"
+}
+
 test_llm_eval_kl_base_round_trip() {
     assert_exit 0 "$QPROBE" eval "$TINY" --tokens "$GOLD/tiny-heldout-ids.npy" --ctx 256 \
         --save-logits base.kl -q
