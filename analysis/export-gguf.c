@@ -117,6 +117,8 @@ struct plan {
     struct item *it;
     size_t n;
     size_t fallbacks;
+    struct { enum qp_ggml_type t; int64_t row; } seen[16]; /* noted fallbacks */
+    size_t n_seen;
     size_t counts[QP_GGML_TYPE_COUNT];
 };
 
@@ -145,7 +147,15 @@ static enum qp_status plan_add(struct plan *p, const struct qp_export_gguf_in *i
         int64_t row = t->shape[t->ndim - 1];
         enum qp_ggml_type fb = qp_ggml_fallback(it.type, row);
         if (fb != it.type) {
-            if (!p->fallbacks++)
+            bool seen = false;
+            for (size_t i = 0; i < p->n_seen; i++)
+                seen |= p->seen[i].t == it.type && p->seen[i].row == row;
+            if (!seen && p->n_seen < sizeof p->seen / sizeof p->seen[0]) {
+                p->seen[p->n_seen].t = it.type;
+                p->seen[p->n_seen++].row = row;
+            }
+            p->fallbacks++;
+            if (!seen)
                 note(r, "%s: rows of %lld values are not a multiple of %s's block: "
                      "written as %s, as llama.cpp falls back", it.name,
                      (long long)row, qp_ggml_type_info(it.type)->name,

@@ -14,6 +14,10 @@
  *       the KV cache is F32 and flash attention off, so an F32 model is
  *       evaluated in F32 throughout (quantized matmuls still quantize their
  *       activations to Q8 as llama.cpp always does)
+ *   llamacpp-driver quantize LIBDIR IN.gguf OUT.gguf TYPE
+ *       llama.cpp's own quantizer (llama_model_quantize, as llama-quantize
+ *       --pure IN OUT TYPE): every matrix in TYPE (q8_0, q4_0, q4_1, q5_0,
+ *       q4_K, q6_K) with llama.cpp's fallbacks, no importance matrix
  *   llamacpp-driver bench LIBDIR MODEL.gguf N_TOKENS THREADS REPEATS
  *       prefill of N_TOKENS synthetic ids (id i % vocab) in one batch, best
  *       of REPEATS: prints "tokens_per_s X"
@@ -46,9 +50,13 @@ static struct {
     __typeof__(&llama_get_logits_ith) get_logits_ith;
     __typeof__(&llama_memory_clear) memory_clear;
     __typeof__(&llama_get_memory) get_memory;
+    __typeof__(&llama_model_quantize_default_params) quantize_default_params;
+    __typeof__(&llama_model_quantize) quantize;
     __typeof__(&ggml_backend_load_all_from_path) load_all_from_path;
 } L;
 
+static int die(const char *fmt, const char *a)
+    __attribute__((format(printf, 1, 0)));
 static int die(const char *fmt, const char *a)
 {
     fprintf(stderr, "llamacpp-driver: ");
@@ -91,6 +99,8 @@ static int load_libs(const char *dir)
     SYM(llama, get_logits_ith, "llama_get_logits_ith")
     SYM(llama, memory_clear, "llama_memory_clear")
     SYM(llama, get_memory, "llama_get_memory")
+    SYM(llama, quantize_default_params, "llama_model_quantize_default_params")
+    SYM(llama, quantize, "llama_model_quantize")
     SYM(ggml, load_all_from_path, "ggml_backend_load_all_from_path")
 #undef SYM
     if (!getenv("QP_LLAMACPP_LOG"))
@@ -289,6 +299,24 @@ static int cmd_bench(struct llama_model *m, int n, int threads, int repeats)
     return rc;
 }
 
+static int cmd_quantize(const char *in, const char *out, const char *type)
+{
+    static const struct { const char *name; enum llama_ftype ftype; } types[] = {
+        {"q8_0", LLAMA_FTYPE_MOSTLY_Q8_0}, {"q4_0", LLAMA_FTYPE_MOSTLY_Q4_0},
+        {"q4_1", LLAMA_FTYPE_MOSTLY_Q4_1}, {"q5_0", LLAMA_FTYPE_MOSTLY_Q5_0},
+        {"q4_K", LLAMA_FTYPE_MOSTLY_Q4_K_S}, {"q6_K", LLAMA_FTYPE_MOSTLY_Q6_K}};
+    struct llama_model_quantize_params qp = L.quantize_default_params();
+    qp.pure = true;
+    qp.nthread = 1;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(type, types[i].name)) {
+            qp.ftype = types[i].ftype;
+            return L.quantize(in, out, &qp) ? die("llama_model_quantize failed on "
+                                                  "'%s'", in) : 0;
+        }
+    return die("unknown type '%s'", type);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 5)
@@ -296,6 +324,9 @@ int main(int argc, char **argv)
                    "ARGS... (see the source%s)", "");
     if (load_libs(argv[2]))
         return 1;
+    if (!strcmp(argv[1], "quantize"))
+        return argc == 6 ? cmd_quantize(argv[3], argv[4], argv[5])
+                         : die("quantize takes LIBDIR IN OUT TYPE%s", "");
     struct llama_model *m = open_model(argv[3]);
     if (!m)
         return die("llama.cpp cannot load '%s'", argv[3]);
