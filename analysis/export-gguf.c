@@ -424,6 +424,7 @@ enum qp_status qp_export_gguf(const struct qp_export_gguf_in *in,
             llama3_factors(in->cfg, freqs);
             st = qp_gguf_add_tensor(w, "rope_freqs.weight", 1, &ne, QP_GGML_F32,
                                     freqs, err);
+            p.counts[QP_GGML_F32]++;
         }
     }
     for (size_t i = 0; !st && i < p.n; i++) {

@@ -18,6 +18,11 @@
  *       llama.cpp's own quantizer (llama_model_quantize, as llama-quantize
  *       --pure IN OUT TYPE): every matrix in TYPE (q8_0, q4_0, q4_1, q5_0,
  *       q4_K, q6_K) with llama.cpp's fallbacks, no importance matrix
+ *   llamacpp-driver tensors LIBDIR FILE.gguf
+ *       the file's tensors as ggml's own GGUF reader (gguf_init_from_file)
+ *       sees them, sorted by name by the caller: "NAME TYPE BYTES FNV1A64" a
+ *       line, the hash over the tensor's data bytes, so two files' listings
+ *       are equal exactly when every tensor has the same type and bytes
  *   llamacpp-driver bench LIBDIR MODEL.gguf N_TOKENS THREADS REPEATS
  *       prefill of N_TOKENS synthetic ids (id i % vocab) in one batch, best
  *       of REPEATS: prints "tokens_per_s X"
@@ -30,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gguf.h"
 #include "llama.h"
 
 static struct {
@@ -53,6 +59,15 @@ static struct {
     __typeof__(&llama_model_quantize_default_params) quantize_default_params;
     __typeof__(&llama_model_quantize) quantize;
     __typeof__(&ggml_backend_load_all_from_path) load_all_from_path;
+    __typeof__(&gguf_init_from_file) gguf_init;
+    __typeof__(&gguf_free) gguf_free;
+    __typeof__(&gguf_get_n_tensors) gguf_n_tensors;
+    __typeof__(&gguf_get_tensor_name) gguf_tensor_name;
+    __typeof__(&gguf_get_tensor_type) gguf_tensor_type;
+    __typeof__(&gguf_get_tensor_offset) gguf_tensor_offset;
+    __typeof__(&gguf_get_tensor_size) gguf_tensor_size;
+    __typeof__(&gguf_get_data_offset) gguf_data_offset;
+    __typeof__(&ggml_type_name) type_name;
 } L;
 
 static int die(const char *fmt, const char *a)
@@ -102,6 +117,19 @@ static int load_libs(const char *dir)
     SYM(llama, quantize_default_params, "llama_model_quantize_default_params")
     SYM(llama, quantize, "llama_model_quantize")
     SYM(ggml, load_all_from_path, "ggml_backend_load_all_from_path")
+    snprintf(path, sizeof path, "%s/libggml-base.so", dir);
+    void *base = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (!base)
+        return die("cannot load ggml-base: %s", dlerror());
+    SYM(base, gguf_init, "gguf_init_from_file")
+    SYM(base, gguf_free, "gguf_free")
+    SYM(base, gguf_n_tensors, "gguf_get_n_tensors")
+    SYM(base, gguf_tensor_name, "gguf_get_tensor_name")
+    SYM(base, gguf_tensor_type, "gguf_get_tensor_type")
+    SYM(base, gguf_tensor_offset, "gguf_get_tensor_offset")
+    SYM(base, gguf_tensor_size, "gguf_get_tensor_size")
+    SYM(base, gguf_data_offset, "gguf_get_data_offset")
+    SYM(base, type_name, "ggml_type_name")
 #undef SYM
     if (!getenv("QP_LLAMACPP_LOG"))
         L.log_set(quiet_log, NULL);
@@ -317,13 +345,50 @@ static int cmd_quantize(const char *in, const char *out, const char *type)
     return die("unknown type '%s'", type);
 }
 
+static int cmd_tensors(const char *path)
+{
+    struct gguf_init_params ip = {.no_alloc = true, .ctx = NULL};
+    struct gguf_context *g = L.gguf_init(path, ip);
+    FILE *f = g ? fopen(path, "rb") : NULL;
+    if (!f) {
+        if (g)
+            L.gguf_free(g);
+        return die("ggml cannot read '%s'", path);
+    }
+    int rc = 0;
+    size_t base = L.gguf_data_offset(g);
+    unsigned char buf[65536];
+    for (int64_t i = 0; !rc && i < L.gguf_n_tensors(g); i++) {
+        size_t left = L.gguf_tensor_size(g, i);
+        uint64_t h = 1469598103934665603ull;
+        if (fseek(f, (long)(base + L.gguf_tensor_offset(g, i)), SEEK_SET))
+            rc = die("cannot seek in '%s'", path);
+        printf("%s %s %zu ", L.gguf_tensor_name(g, i),
+               L.type_name(L.gguf_tensor_type(g, i)), left);
+        while (!rc && left) {
+            size_t k = left < sizeof buf ? left : sizeof buf;
+            if (fread(buf, 1, k, f) != k)
+                rc = die("short read in '%s'", path);
+            for (size_t j = 0; !rc && j < k; j++)
+                h = (h ^ buf[j]) * 1099511628211ull;
+            left -= k;
+        }
+        printf("%016llx\n", (unsigned long long)h);
+    }
+    fclose(f);
+    L.gguf_free(g);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 5)
+    if (argc < 4)
         return die("usage: llamacpp-driver tokenize|logits|bench LIBDIR MODEL.gguf "
                    "ARGS... (see the source%s)", "");
     if (load_libs(argv[2]))
         return 1;
+    if (!strcmp(argv[1], "tensors"))
+        return cmd_tensors(argv[3]);
     if (!strcmp(argv[1], "quantize"))
         return argc == 6 ? cmd_quantize(argv[3], argv[4], argv[5])
                          : die("quantize takes LIBDIR IN OUT TYPE%s", "");
