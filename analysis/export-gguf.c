@@ -3,7 +3,6 @@
 #include "analysis/export-gguf.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,21 +73,6 @@ static enum qp_status fill(void *ctx, void *buf, size_t nbytes,
     return st;
 }
 
-static void note(struct qp_export_result *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void note(struct qp_export_result *r, const char *fmt, ...)
-{
-    size_t len = strlen(r->notes);
-    if (len + 2 >= sizeof r->notes)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->notes + len, sizeof r->notes - len, fmt, ap);
-    va_end(ap);
-    len = strlen(r->notes);
-    if (len + 1 < sizeof r->notes)
-        strcat(r->notes, "\n");
-}
 
 /* The constant called name in g, or NULL. */
 static const struct qp_tensor *konst(const struct qp_graph *g, const char *name)
@@ -156,7 +140,7 @@ static enum qp_status plan_add(struct plan *p, const struct qp_export_gguf_in *i
             }
             p->fallbacks++;
             if (!seen)
-                note(r, "%s: rows of %lld values are not a multiple of %s's block: "
+                qp_export_note(r, "%s: rows of %lld values are not a multiple of %s's block: "
                      "written as %s, as llama.cpp falls back", it.name,
                      (long long)row, qp_ggml_type_info(it.type)->name,
                      qp_ggml_type_info(fb)->name);
@@ -202,7 +186,7 @@ static enum qp_status plan_build(struct plan *p, const struct qp_export_gguf_in 
             st = plan_add(p, in, hf, heads, r, err);
         }
     if (!st && p->fallbacks > 1)
-        note(r, "%zu tensors in all fell back to another type", p->fallbacks);
+        qp_export_note(r, "%zu tensors in all fell back to another type", p->fallbacks);
     return st;
 }
 

@@ -3,7 +3,6 @@
 #include "analysis/export-llm.h"
 
 #include <regex.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,21 +197,6 @@ static enum qp_status check_rules(const struct qp_export_llm_opts *o,
     return QP_OK;
 }
 
-static void note(struct qp_export_result *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void note(struct qp_export_result *r, const char *fmt, ...)
-{
-    size_t len = strlen(r->notes);
-    if (len + 2 >= sizeof r->notes)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->notes + len, sizeof r->notes - len, fmt, ap);
-    va_end(ap);
-    len = strlen(r->notes);
-    if (len + 1 < sizeof r->notes)
-        strcat(r->notes, "\n");
-}
 
 /* ---- llama-tensor-type ------------------------------------------------------------ */
 
@@ -292,7 +276,7 @@ static void fallback_notes(const struct model *m, const enum qp_ggml_type *type,
         char ll[256];
         name_of(t->kind, t->layer, true, ll, sizeof ll);
         enum qp_ggml_type fb = qp_ggml_fallback(type[i], t->row);
-        note(r, "%s and %zu more: rows of %lld values are not a multiple of %s's "
+        qp_export_note(r, "%s and %zu more: rows of %lld values are not a multiple of %s's "
              "block: llama.cpp falls back to %s", ll, same - 1, (long long)t->row,
              qp_ggml_type_info(type[i])->name, qp_ggml_type_info(fb)->name);
     }

@@ -2,6 +2,7 @@
  * (analysis/export.h). */
 #include "analysis/export.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,20 @@ static const char *kind_name(enum qp_export_model k)
     _Static_assert(sizeof names / sizeof names[0] == QP_EXPORT_MODEL_COUNT,
                    "kinds");
     return names[k];
+}
+
+void qp_export_note(struct qp_export_result *r, const char *fmt, ...)
+{
+    size_t len = strlen(r->notes);
+    if (len + 2 >= sizeof r->notes)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->notes + len, sizeof r->notes - len, fmt, ap);
+    va_end(ap);
+    len = strlen(r->notes);
+    if (len + 1 < sizeof r->notes)
+        strcat(r->notes, "\n");
 }
 
 void qp_export_result_release(struct qp_export_result *r)

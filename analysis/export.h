@@ -119,4 +119,9 @@ enum qp_status qp_export_run(const struct qp_export_opts *o,
 
 void qp_export_result_release(struct qp_export_result *r);
 
+/* Appends one line (printf-style, a newline added) to r->notes; dropped
+ * when the notes are full. */
+void qp_export_note(struct qp_export_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
 #endif
