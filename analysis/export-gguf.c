@@ -104,7 +104,24 @@ struct plan {
     struct { enum qp_ggml_type t; int64_t row; } seen[16]; /* noted fallbacks */
     size_t n_seen;
     size_t counts[QP_GGML_TYPE_COUNT];
+    size_t matrices[QP_GGML_TYPE_COUNT]; /* tensors of rank >= 2 */
 };
+
+/* general.file_type: llama.cpp's llama_ftype of the matrices' most common
+ * type (LLAMA_FTYPE_MOSTLY_*; q4_K as Q4_K_S, the mixture without larger
+ * types). */
+static uint32_t file_type(const struct plan *p)
+{
+    static const uint32_t ftype[QP_GGML_TYPE_COUNT] = {
+        [QP_GGML_F32] = 0, [QP_GGML_F16] = 1, [QP_GGML_BF16] = 32,
+        [QP_GGML_Q8_0] = 7, [QP_GGML_Q4_0] = 2, [QP_GGML_Q4_1] = 3,
+        [QP_GGML_Q5_0] = 8, [QP_GGML_Q4_K] = 14, [QP_GGML_Q6_K] = 18};
+    int best = QP_GGML_F32;
+    for (int t = 0; t < QP_GGML_TYPE_COUNT; t++)
+        if (p->matrices[t] > p->matrices[best])
+            best = t;
+    return ftype[best];
+}
 
 /* Adds HF weight hf (absent: skipped unless required) to p. */
 static enum qp_status plan_add(struct plan *p, const struct qp_export_gguf_in *in,
@@ -153,6 +170,7 @@ static enum qp_status plan_add(struct plan *p, const struct qp_export_gguf_in *i
     p->it = grown;
     p->it[p->n++] = it;
     p->counts[it.type]++;
+    p->matrices[it.type] += t->ndim >= 2;
     return QP_OK;
 }
 
@@ -173,6 +191,7 @@ static enum qp_status plan_build(struct plan *p, const struct qp_export_gguf_in 
         st = plan_add(p, in, "lm_head.weight", 0, r, err);
         if (!st && c->tie && p->it[before].type == embd) {
             p->counts[embd]--;
+            p->matrices[embd]--;
             p->n--;
         }
     }
@@ -217,7 +236,8 @@ static void llama3_factors(const struct qp_llama_config *c, float *f)
 
 static enum qp_status add_hparams(struct qp_gguf_writer *w,
                                   const struct qp_export_gguf_in *in,
-                                  int64_t vocab, struct qp_error *err)
+                                  int64_t vocab, uint32_t ftype,
+                                  struct qp_error *err)
 {
     const struct qp_llama_config *c = in->cfg;
     const char *base = strrchr(in->dir, '/');
@@ -228,6 +248,7 @@ static enum qp_status add_hparams(struct qp_gguf_writer *w,
         name[--len] = '\0';
     struct { const char *key; int64_t v; } u32s[] = {
         {"general.quantization_version", 2},
+        {"general.file_type", ftype},
         {"llama.context_length", c->max_pos ? c->max_pos : 2048},
         {"llama.embedding_length", c->hidden},
         {"llama.block_count", c->n_layers},
@@ -397,7 +418,7 @@ enum qp_status qp_export_gguf(const struct qp_export_gguf_in *in,
     if (!st)
         st = qp_gguf_writer_new(in->out, &w, err);
     if (!st)
-        st = add_hparams(w, in, vocab, err);
+        st = add_hparams(w, in, vocab, file_type(&p), err);
     if (!st)
         st = add_tokenizer(w, tok, vocab, in->dir, err);
     if (!st && in->cfg->rope == QP_ROPE_LLAMA3) {

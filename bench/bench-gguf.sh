@@ -43,8 +43,8 @@ for r in 1 2; do
     q=$(awk -v s="$s" 'BEGIN { print 512 / s }')
     l=$("$D" bench "$LIB" "$GG" 512 "$threads" 1 | awk '{ print $2 }')
     echo "  pass $r: qprobe fp32 $q tokens/s ($line); llama.cpp F32 $l tokens/s"
-    bq=$(awk -v a="$bq" -v b="$q" 'BEGIN { print a > b ? a : b }')
-    bl=$(awk -v a="$bl" -v b="$l" 'BEGIN { print a > b ? a : b }')
+    bq=$(awk -v a="$bq" -v b="$q" 'BEGIN { m = a + 0; if (b + 0 > m) m = b; print m }')
+    bl=$(awk -v a="$bl" -v b="$l" 'BEGIN { m = a + 0; if (b + 0 > m) m = b; print m }')
 done
 echo "qprobe fp32 prefill 512 tokens: $bq tokens/s; llama.cpp F32: $bl tokens/s ($threads threads)"
 awk -v a="$bq" -v b="$bl" 'BEGIN { printf "ratio qprobe-fp32/llamacpp-f32 tokens/s %.2f (goal >= 1)\n", a / b }'

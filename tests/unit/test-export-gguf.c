@@ -85,6 +85,7 @@ QP_TEST(export_gguf_metadata_and_tokenizer)
     CHECK_INT(kv_int(ctx, g, "llama.attention.head_count_kv"), 2);
     CHECK_INT(kv_int(ctx, g, "llama.rope.dimension_count"), 32);
     CHECK_INT(kv_int(ctx, g, "llama.vocab_size"), 768);
+    CHECK_INT(kv_int(ctx, g, "general.file_type"), 0);
     double eps = 0, theta = 0;
     CHECK_OK(qp_gguf_get_float(g, "llama.attention.layer_norm_rms_epsilon", &eps,
                                &err), &err);
@@ -243,6 +244,8 @@ QP_TEST(export_gguf_mixed_recipe_bytes_and_fallback)
     CHECK_STR(qp_ggml_type_info(g->tensors[d].type)->name, "f16");
     CHECK_STR(qp_ggml_type_info(g->tensors[q1].type)->name, "q5_0");
     CHECK_STR(qp_ggml_type_info(g->tensors[q0].type)->name, "q4_0");
+    /* llama_ftype of the most common matrix type: LLAMA_FTYPE_MOSTLY_Q4_0 */
+    CHECK_INT(kv_int(ctx, g, "general.file_type"), 2);
     qp_gguf_free(g);
     free(out);
     check_bytes(ctx, "{\"qprobe_recipe\": 1, \"default\": \"q4_0\", \"layers\": "
