@@ -3,7 +3,6 @@
 #include "analysis/export-llm.h"
 
 #include <regex.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,23 +197,28 @@ static enum qp_status check_rules(const struct qp_export_llm_opts *o,
     return QP_OK;
 }
 
-static void note(struct qp_export_result *r, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void note(struct qp_export_result *r, const char *fmt, ...)
-{
-    size_t len = strlen(r->notes);
-    if (len + 2 >= sizeof r->notes)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(r->notes + len, sizeof r->notes - len, fmt, ap);
-    va_end(ap);
-    len = strlen(r->notes);
-    if (len + 1 < sizeof r->notes)
-        strcat(r->notes, "\n");
-}
 
 /* ---- llama-tensor-type ------------------------------------------------------------ */
+
+enum qp_status qp_llama_ggml_type(const char *hf, const char *ll,
+                                  const struct qp_wscheme *ws,
+                                  enum qp_ggml_type *out, struct qp_error *err)
+{
+    *out = QP_GGML_F32;
+    if (!ws)
+        return QP_OK;
+    if (ws->family == QP_WFAMILY_GGML) {
+        *out = ws->ggml;
+        return QP_OK;
+    }
+    struct qp_scheme s = {.w = *ws};
+    char sch[QP_SCHEME_MAX];
+    qp_scheme_format(&s, sch, sizeof sch);
+    const struct qp_ggml_type_info *near = qp_ggml_type_info(qp_ggml_nearest(ws));
+    return qp_fail(err, QP_E_UNSUPPORTED, "tensor '%s' (%s): %s is not one of "
+                   "llama.cpp's types; the nearest is %s", hf, ll, sch,
+                   near->scheme ? near->scheme : near->name);
+}
 
 /* The ggml type of tensor t under the recipe (f32 when it stays float). */
 static enum qp_status ggml_type_of(const struct qp_export_llm_opts *o,
@@ -226,21 +230,8 @@ static enum qp_status ggml_type_of(const struct qp_export_llm_opts *o,
     name_of(t->kind, t->layer, true, ll, sizeof ll);
     const char *names[2] = {hf, ll};
     struct qp_wscheme ws;
-    *out = QP_GGML_F32;
-    if (!qp_recipe_weights(o->recipe, names, 2, &ws, NULL))
-        return QP_OK;
-    if (ws.family == QP_WFAMILY_GGML) {
-        *out = ws.ggml;
-        return QP_OK;
-    }
-    struct qp_scheme s = {.w = ws};
-    char sch[QP_SCHEME_MAX];
-    qp_scheme_format(&s, sch, sizeof sch);
-    return qp_fail(err, QP_E_UNSUPPORTED, "tensor '%s' (%s): %s is not one of "
-                   "llama.cpp's types; the nearest is %s", hf, ll, sch,
-                   qp_ggml_type_info(qp_ggml_nearest(&ws))->scheme
-                       ? qp_ggml_type_info(qp_ggml_nearest(&ws))->scheme
-                       : qp_ggml_type_info(qp_ggml_nearest(&ws))->name);
+    bool has = qp_recipe_weights(o->recipe, names, 2, &ws, NULL);
+    return qp_llama_ggml_type(hf, ll, has ? &ws : NULL, out, err);
 }
 
 /* llama-quantize gives token_embd and output their flag's type with no
@@ -285,9 +276,11 @@ static void fallback_notes(const struct model *m, const enum qp_ggml_type *type,
         char ll[256];
         name_of(t->kind, t->layer, true, ll, sizeof ll);
         enum qp_ggml_type fb = qp_ggml_fallback(type[i], t->row);
-        note(r, "%s and %zu more: rows of %lld values are not a multiple of %s's "
-             "block: llama.cpp falls back to %s", ll, same - 1, (long long)t->row,
-             qp_ggml_type_info(type[i])->name, qp_ggml_type_info(fb)->name);
+        qp_export_note(r, "%s and %zu more: rows of %lld values are not a "
+                       "multiple of %s's block: llama.cpp falls back to %s", ll,
+                       same - 1, (long long)t->row,
+                       qp_ggml_type_info(type[i])->name,
+                       qp_ggml_type_info(fb)->name);
     }
 }
 

@@ -60,6 +60,8 @@
 #include <stdbool.h>
 
 #include "analysis/export.h"
+#include "core/ggml-block.h"
+#include "quant/scheme.h"
 
 struct qp_export_llm_opts {
     const char *model;       /* a checkpoint, or NULL */
@@ -72,6 +74,14 @@ struct qp_export_llm_opts {
 /* The llama.cpp name of Hugging Face tensor name hf into buf; false when
  * the name is not one of the table above. */
 bool qp_llama_name_of(const char *hf, char *buf, size_t size);
+
+/* The GGUF type of the weight called hf (llama.cpp's name ll) under
+ * weight scheme ws: its ggml type for a ggml scheme, f32 when ws is NULL
+ * (the weight stays float); QP_E_UNSUPPORTED for any other scheme, naming
+ * the tensor, the scheme and the nearest ggml type (qp_ggml_nearest). */
+enum qp_status qp_llama_ggml_type(const char *hf, const char *ll,
+                                  const struct qp_wscheme *ws,
+                                  enum qp_ggml_type *out, struct qp_error *err);
 
 /* Writes the format to path. r (zeroed, or a result of an earlier call)
  * receives the unused rules (with a model), notes and the summary. */

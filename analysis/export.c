@@ -2,16 +2,19 @@
  * (analysis/export.h). */
 #include "analysis/export.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "analysis/export-enc.h"
+#include "analysis/export-gguf.h"
 #include "analysis/export-llm.h"
 #include "analysis/export-ort.h"
 #include "analysis/export-qdq.h"
 #include "core/fileio.h"
+#include "model/llama-import.h"
 #include "model/qassign.h"
 #include "model/session.h"
 
@@ -28,8 +31,8 @@ static const struct qp_export_format_info formats[] = {
      QP_EXPORT_MODEL_LLM, false, true, true},
     {"gptqmodel-dynamic", "GPTQModel QuantizeConfig with its dynamic dict",
      QP_EXPORT_MODEL_LLM, false, true, true},
-    {"gguf", "GGUF v3 of a Llama-family checkpoint (not built yet)",
-     QP_EXPORT_MODEL_LLM, true, false, false},
+    {"gguf", "GGUF v3 of a Llama-family checkpoint (llama.cpp's tensors, "
+     "metadata and tokenizer)", QP_EXPORT_MODEL_LLM, true, false, true},
     {"gptq", "GPTQModel/AutoGPTQ checkpoint (not built yet)",
      QP_EXPORT_MODEL_LLM, true, false, false},
 };
@@ -71,6 +74,20 @@ static const char *kind_name(enum qp_export_model k)
     _Static_assert(sizeof names / sizeof names[0] == QP_EXPORT_MODEL_COUNT,
                    "kinds");
     return names[k];
+}
+
+void qp_export_note(struct qp_export_result *r, const char *fmt, ...)
+{
+    size_t len = strlen(r->notes);
+    if (len + 2 >= sizeof r->notes)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->notes + len, sizeof r->notes - len, fmt, ap);
+    va_end(ap);
+    len = strlen(r->notes);
+    if (len + 1 < sizeof r->notes)
+        strcat(r->notes, "\n");
 }
 
 void qp_export_result_release(struct qp_export_result *r)
@@ -217,6 +234,34 @@ static enum qp_status run_onnx(const struct qp_export_opts *o,
     return st;
 }
 
+/* ---- GGUF ------------------------------------------------------------------------ */
+
+static enum qp_status run_gguf(const struct qp_export_opts *o,
+                               struct qp_export_result *r, struct qp_error *err)
+{
+    if (!qp_llama_is_model_dir(o->model))
+        return qp_fail(err, QP_E_UNSUPPORTED, "--to gguf needs a Hugging Face "
+                       "model folder (config.json, safetensors, tokenizer.json); "
+                       "'%s' is not one", o->model);
+    struct qp_graph *g = NULL;
+    struct qp_llama_config cfg;
+    struct qp_qassign *a = NULL;
+    enum qp_status st = qp_llama_load(o->model, &g, &cfg, err);
+    if (!st)
+        st = unused_rules(g, o, r, err);
+    if (!st)
+        st = strict_check(o, r, o->model, err);
+    if (!st)
+        st = o->scheme ? qp_qassign_uniform(g, o->scheme, &a, err)
+                       : qp_qassign_recipe(g, o->recipe, &a, NULL, err);
+    struct qp_export_gguf_in in = {o->model, g, &cfg, a, o->float_type, o->out};
+    if (!st)
+        st = qp_export_gguf(&in, r, err);
+    qp_qassign_free(a);
+    qp_graph_free(g);
+    return st;
+}
+
 /* ---- dispatch ----------------------------------------------------------------- */
 
 static enum qp_status check_opts(const struct qp_export_opts *o,
@@ -264,6 +309,8 @@ enum qp_status qp_export_run(const struct qp_export_opts *o,
     case QP_EXPORT_MODEL_ONNX:
         return run_onnx(o, r, err);
     default: {
+        if (o->format == QP_EXPORT_GGUF)
+            return run_gguf(o, r, err);
         struct qp_export_llm_opts lo = {o->model, o->recipe, o->recipe_name,
                                         o->layers, o->strict};
         return o->format == QP_EXPORT_LLAMA_TENSOR_TYPE

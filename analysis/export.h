@@ -21,9 +21,9 @@
  *                      layer count from MODEL (a checkpoint) or --layers
  *   gptqmodel-dynamic  GPTQModel's QuantizeConfig with its `dynamic` dict
  *                      (analysis/export-llm.h); recipe-only, MODEL optional
- *   gguf, gptq         Llama-family checkpoints as GGUF v3 / GPTQ
- *                      safetensors: listed, not built yet (they need the
- *                      Llama-family loader and GPTQ)
+ *   gguf               a Llama-family model folder as GGUF v3 for llama.cpp
+ *                      (analysis/export-gguf.h); MODEL (a folder)
+ *   gptq               GPTQ safetensors: listed, not built yet
  *
  * A format refuses a model of the wrong kind (GGUF from an ONNX CNN, a
  * QDQ ONNX from a checkpoint) naming both. Recipe rules that match no
@@ -37,6 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/ggml-block.h"
 #include "core/progress.h"
 #include "core/status.h"
 #include "quant/recipe.h"
@@ -95,6 +96,8 @@ struct qp_export_opts {
     bool no_convert;                 /* onnx-qdq: no DQ -> Q at precision boundaries */
     bool external;                   /* onnx-qdq: external data */
     int layers;                      /* llama-tensor-type without MODEL; 0 none */
+    enum qp_ggml_type float_type;    /* gguf: weights that stay float (F32 = 0,
+                                      * F16, BF16) */
     const struct qp_progress *progress;
 };
 
@@ -115,5 +118,10 @@ enum qp_status qp_export_run(const struct qp_export_opts *o,
                              struct qp_export_result *r, struct qp_error *err);
 
 void qp_export_result_release(struct qp_export_result *r);
+
+/* Appends one line (printf-style, a newline added) to r->notes; dropped
+ * when the notes are full. */
+void qp_export_note(struct qp_export_result *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif

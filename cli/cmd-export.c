@@ -52,7 +52,14 @@ static const struct qp_cli cli = {
     "  gptqmodel-dynamic  GPTQModel's QuantizeConfig (bits, group_size, sym,\n"
     "                     desc_act) with the `dynamic` dict of the recipe's rules\n"
     "                     (\"+:regex\" overrides, \"-:regex\" skips a module)\n"
-    "  gguf, gptq         Llama-family checkpoints: not built yet\n\n"
+    "  gguf               a Hugging Face Llama/Mistral folder as GGUF v3 for\n"
+    "                     llama.cpp (architecture llama, its hyperparameters and\n"
+    "                     tokenizer, q/k rows in ggml's rope order): weights in\n"
+    "                     the ggml type of their scheme (q8_0, q4_0, q4_1, q5_0,\n"
+    "                     q4_k, q6_k; llama.cpp's fallback for rows that do not\n"
+    "                     divide, reported), --float-type for the others, norms\n"
+    "                     f32. Load it with llama.cpp: llama-cli -m OUT\n"
+    "  gptq               GPTQ checkpoints: not built yet\n\n"
     "MODEL is needed by the ONNX formats; the recipe-only formats take one to\n"
     "check that the recipe names real tensors. A rule that matches nothing is\n"
     "a warning (--strict: an error). OUT appears only when complete.",
@@ -72,11 +79,26 @@ static enum qp_status opt_format(const char *arg, void *dest, struct qp_error *e
     return qp_fail(err, QP_E_INVAL, "'%s' is not an export format (%s)", arg, list);
 }
 
+static enum qp_status opt_float_type(const char *arg, void *dest,
+                                     struct qp_error *err)
+{
+    static const enum qp_ggml_type types[] = {QP_GGML_F32, QP_GGML_F16,
+                                              QP_GGML_BF16};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(arg, qp_ggml_type_info(types[i])->name)) {
+            *(enum qp_ggml_type *)dest = types[i];
+            return QP_OK;
+        }
+    return qp_fail(err, QP_E_INVAL, "'%s' is not a float type (f32, f16, bf16)",
+                   arg);
+}
+
 struct args {
     const char *recipe_path, *calib, *out;
     struct qp_scheme scheme;
     enum qp_export_format format;
     int64_t layers;
+    enum qp_ggml_type float_type;
     bool strict, no_convert, external, quiet;
 };
 
@@ -92,7 +114,8 @@ static int run(const struct args *a, const char *model, bool has_scheme)
         .format = a->format, .model = model, .scheme = has_scheme ? &a->scheme : NULL,
         .recipe = recipe, .recipe_name = a->recipe_path, .calib = a->calib,
         .out = a->out, .strict = a->strict, .no_convert = a->no_convert,
-        .external = a->external, .layers = (int)a->layers, .progress = &prog};
+        .external = a->external, .layers = (int)a->layers,
+        .float_type = a->float_type, .progress = &prog};
     enum qp_status st = qp_export_run(&o, &r, &err);
     qp_cli_progress_done();
     for (size_t i = 0; recipe && r.unused && i < recipe->nrules; i++)
@@ -122,8 +145,8 @@ int cmd_export(int argc, char **argv)
     struct args a = {0};
     struct qp_cli_opt opts[] = {
         QP_OPT_PARSE_("to", 't', "FORMAT", "onnx-qdq, encodings, qnn-overrides, "
-                      "ort-overrides, llama-tensor-type, gptqmodel-dynamic (gguf, "
-                      "gptq: not yet)", &a.format, opt_format),
+                      "ort-overrides, llama-tensor-type, gptqmodel-dynamic, gguf "
+                      "(gptq: not yet)", &a.format, opt_format),
         QP_OPT_STR_("output", 'o', "OUT", "the file to write", &a.out),
         QP_OPT_PARSE_("scheme", 's', "S", "one scheme for every layer (w8c+a8tz, "
                       "w4c, ...)", &a.scheme, qp_opt_scheme),
@@ -141,6 +164,9 @@ int cmd_export(int argc, char **argv)
                      "(automatic past 2 GiB)", &a.external),
         QP_OPT_INT_("layers", 0, "N", "llama-tensor-type without MODEL: the number "
                     "of transformer blocks", &a.layers, 1, 100000),
+        QP_OPT_PARSE_("float-type", 0, "T", "gguf: the type of weights that stay "
+                      "float: f32 (default), f16, bf16", &a.float_type,
+                      opt_float_type),
         QP_OPT_FLAG_("quiet", 'q', "no summary on stdout", &a.quiet),
         QP_OPT_END_,
     };

@@ -11,6 +11,7 @@ libpcre2-dev libutf8proc-dev
 libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
 libgemmlowp-dev libxnnpack-dev libpthreadpool-dev
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+git
 nodejs"
 PKGS="$PKGS parallel chromium" # qprobe sweep's GNU parallel example; report's browser test
 

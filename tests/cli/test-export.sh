@@ -50,8 +50,8 @@ test_export_refuses_the_wrong_model_kind() {
     rm -f out err
     assert_exit 1 "$QPROBE" export "$CLS" --scheme q4_k --to gguf -o x.gguf
     assert_contains err "--to gguf applies to a Llama-family checkpoint, and '$CLS' is an ONNX graph"
-    assert_exit 1 "$QPROBE" export "$ROOT/data/llama-tiny" --scheme q4_k --to gguf -o x.gguf
-    assert_contains err "--to gguf: the GGUF export of Llama models is not built yet"
+    assert_exit 1 "$QPROBE" export "$ROOT/data/llama-tiny" --scheme w4g32 --to gptq -o x.safetensors
+    assert_contains err "--to gptq: the GPTQ checkpoint export is not built yet"
     assert_exit 1 "$QPROBE" export "$ROOT/data/llama-tiny" --scheme w8c+a8tz --calib calib --to onnx-qdq -o x.onnx
     assert_contains err "--to onnx-qdq applies to an ONNX graph, and '$ROOT/data/llama-tiny' is a Llama-family checkpoint"
     : >m.tflite
