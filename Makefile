@@ -155,7 +155,7 @@ bench: deps
 	@sh bench/run.sh $(BUILD)
 
 demo: deps
-	@$(MAKE) --no-print-directory $(BIN)
+	@$(MAKE) --no-print-directory -j$$(nproc) $(BIN)
 	@sh scripts/demo.sh $(BUILD)
 
 install: $(BIN)

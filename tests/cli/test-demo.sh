@@ -1,15 +1,25 @@
-# The demo (scripts/demo.sh): runs end to end on generated data, finds the
-# damaged layer, writes every report file; the generator is deterministic.
+# The demo (scripts/demo.sh), run once in its quick form (no recognizer
+# searches): the tiny Llama's sweep and recipe, the recognizer's runs and
+# ladder, the damaged layer of the generated dumps, and the page.
 
 MKDEMO=$(dirname "$QPROBE")/mkdemo
 
 run_demo() {
-    QP_MKDEMO=$MKDEMO QP_DEMO_DATA=$PWD/data QP_DEMO_OUT=$PWD/rep \
-        sh "$ROOT/scripts/demo.sh" "$(dirname "$QPROBE")" >demo.out 2>demo.err
+    QP_MKDEMO=$MKDEMO QP_DEMO_DATA=$PWD/data QP_DEMO_TABLES=$PWD/rep \
+        QP_DEMO_OUT=$PWD/page QP_DEMO_QUICK=1 \
+        sh "$ROOT/scripts/demo.sh" "$(dirname "$QPROBE")" >demo.out 2>demo.err ||
+        { tail -n 20 demo.out demo.err >&2; fail "the demo failed"; }
 }
 
-test_demo_finds_the_damaged_layer() {
+test_demo_runs_the_whole_workflow() {
     run_demo
+    check_dumps_part
+    check_recognizer_part
+    check_llama_part
+    check_page
+}
+
+check_dumps_part() {
     for f in diff.csv align.csv inspect-ref.csv inspect-device.csv sqnr.png sqnr.gp sqnr.dat; do
         [ -s "rep/$f" ] || fail "rep/$f missing"
     done
@@ -46,8 +56,7 @@ test_demo_data_is_deterministic() {
     diff -r a/device b/device >/dev/null || fail "regenerated data differs"
 }
 
-test_demo_runs_the_real_recognizer_job() {
-    run_demo
+check_recognizer_part() {
     for f in rec-weights.csv rec-quantize-w8c.csv rec-fp32-vs-int.csv \
              rec-fake-vs-int.csv rec-sqnr.png; do
         [ -s "rep/$f" ] || { cat demo.out >&2; fail "rep/$f missing"; }
@@ -76,6 +85,45 @@ test_demo_runs_the_real_recognizer_job() {
              $c["sqnr_db"] == "nan" || $c["sqnr_db"] == "-inf" || $c["nonfinite"] != 0 { bad = $c["name"] }
              END { if (bad) { print "non-finite: " bad; exit 1 } }' rep/rec-fp32-vs-int.csv
     assert_contains demo.out "qprobe diff: fake-quant against int8"
+    # the ladder names the rungs' kinds of error; the sweep has its rows
+    assert_contains demo.out "scheme error"
+    assert_contains demo.out "kernel error"
+    assert_eq "$(csv_field rep/rec-sweep.csv fp32 sqnr_db)" inf
+    w8=$(csv_field rep/rec-sweep.csv w8c+a8t sqnr_db)
+    w16=$(csv_field rep/rec-sweep.csv w8c+a16t sqnr_db)
+    awk -v a="$w8" -v b="$w16" 'BEGIN { exit !(a > 10 && b > a + 3) }' ||
+        fail "a16t ($w16 dB) does not recover w8c+a8t ($w8 dB)"
+}
+
+check_llama_part() {
+    # fp32 perplexity at ctx 256 on heldout.txt, as data/llama-tiny/PROVENANCE.md
+    assert_near "$(csv_field rep/llama-sweep.csv fp32 ppl)" 94.4557 0.001
+    f=$(csv_field rep/llama-sweep.csv fp32 ppl)
+    w4=$(csv_field rep/llama-sweep.csv w4g32 ppl)
+    kw=$(csv_field rep/llama-sweep.csv w4g32 kl)
+    r=$(awk -F, 'NR > 1 && /llama-recipe.json/ { print NR; exit }' rep/llama-sweep.csv)
+    [ -n "$r" ] || fail "the recipe is not a sweep row"
+    kr=$(csv_field rep/llama-sweep.csv "$(sed -n "${r}p" rep/llama-sweep.csv | cut -d, -f1)" kl)
+    awk -v f="$f" -v w="$w4" -v kw="$kw" -v kr="$kr" \
+        'BEGIN { exit !(w > f && kw > 0.01 && kr < kw && kr > 0) }' ||
+        fail "fp32 $f, w4g32 $w4 (KL $kw), recipe KL $kr"
+    # the recipe keeps w4g32 as its default and says what it reached
+    grep -q '"default":[[:space:]]*"w4g32"' rep/llama-recipe.json ||
+        fail "the recipe's default is not w4g32"
+    assert_contains rep/llama-recipe.json '"derived"'
+    [ -s rep/llama-sensitivity.csv ] && [ -s rep/llama-depth.png ] ||
+        fail "llama sensitivity or depth plot missing"
+}
+
+check_page() {
+    [ -s page/index.html ] || fail "no page"
+    for kind in sweep diff recipe sensitivity ladder; do
+        assert_contains page/index.html "$kind"
+    done
+    # every image of the page is there
+    for img in $(grep -o '<img src="[^"]*"' page/index.html | sed 's/.*src="//; s/"$//'); do
+        [ -s "page/$img" ] || fail "page/$img missing"
+    done
 }
 
 test_textline_inputs_are_deterministic_and_normalised() {
