@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "quant/ggml-quant.h"
 
 #define GROUP_MAX ((int64_t)1 << 30)
@@ -53,6 +54,25 @@ bool qp_wscheme_equal(const struct qp_wscheme *a, const struct qp_wscheme *b)
            a->gptq.static_groups == b->gptq.static_groups &&
            a->gptq.mse == b->gptq.mse && a->gptq.damp == b->gptq.damp &&
            a->gptq.block == b->gptq.block;
+}
+
+uint64_t qp_wscheme_hash(uint64_t h, const struct qp_wscheme *ws)
+{
+    h = qp_hash_u64(h, (uint64_t)ws->family);
+    if (ws->family == QP_WFAMILY_GGML)
+        return qp_hash_u64(h, (uint64_t)ws->ggml);
+    h = qp_hash_u64(h, (uint64_t)ws->f.bits | (uint64_t)ws->f.asym << 8 |
+                           (uint64_t)ws->f.narrow << 9 |
+                           (uint64_t)ws->gran << 16 | (uint64_t)ws->algo << 24);
+    h = qp_hash_u64(h, (uint64_t)ws->group);
+    if (ws->algo != QP_WALGO_GPTQ)
+        return h;
+    const struct qp_gptq_options *g = &ws->gptq;
+    uint64_t bits;
+    memcpy(&bits, &g->damp, sizeof bits);
+    h = qp_hash_u64(h, (uint64_t)g->act_order | (uint64_t)g->static_groups << 1 |
+                           (uint64_t)g->mse << 2);
+    return qp_hash_u64(qp_hash_u64(h, bits), (uint64_t)g->block);
 }
 
 /* Parser state: the string, the cursor, and where an error points. */

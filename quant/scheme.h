@@ -151,6 +151,10 @@ void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size);
  * w4g32z) differ. */
 bool qp_wscheme_equal(const struct qp_wscheme *a, const struct qp_wscheme *b);
 
+/* h extended with a hash of the fields qp_wscheme_equal compares: equal
+ * schemes hash alike (core/hash.h). */
+uint64_t qp_wscheme_hash(uint64_t h, const struct qp_wscheme *ws);
+
 /* Names: "t"/"c"/"g", "rtn"/"mse"/"gptq", "minmax"/"ema"/"pct"/"mse"/"kl". */
 const char *qp_gran_name(enum qp_gran g);
 const char *qp_walgo_name(enum qp_walgo a);
