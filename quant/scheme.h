@@ -54,7 +54,7 @@ enum qp_gran {
 enum qp_walgo {
     QP_WALGO_RTN = 0,   /* min/max range, round to nearest */
     QP_WALGO_MSE,       /* MSE-optimal clipping per channel/group, then RTN */
-    QP_WALGO_GPTQ,      /* second-order (later issue; parsed only) */
+    QP_WALGO_GPTQ,      /* second-order, on calibration inputs (quant/gptq.h) */
     QP_WALGO_COUNT
 };
 
