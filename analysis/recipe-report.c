@@ -35,7 +35,7 @@ void qp_rsearch_write_csv(struct qp_csv_writer *w,
     static const char *const head[] = {
         "step", "unit", "scheme", "predicted_gain", "measured_gain", "calib_sqnr",
         "calib_kl", "eval_sqnr", "eval_kl", "bytes", "bitops", "transitions",
-        "reranked"};
+        "reranked", "kind", "units", "calib_ppl_delta", "eval_ppl_delta"};
     qp_csv_row(w, head, sizeof head / sizeof head[0]);
     for (size_t k = 0; k < res->nsteps; k++) {
         const struct qp_rstep *s = &res->steps[k];
@@ -55,6 +55,10 @@ void qp_rsearch_write_csv(struct qp_csv_writer *w,
         qp_csv_num(w, s->at.bitops);
         qp_csv_int(w, (int64_t)s->at.transitions);
         qp_csv_int(w, s->reranked);
+        qp_csv_str(w, qp_rstep_kind_name(s->kind));
+        qp_csv_int(w, (int64_t)(s->kind == QP_STEP_PROMOTE ? 1 : s->count));
+        num(w, s->at.calib_dppl);
+        num(w, s->at.eval_dppl);
         qp_csv_end_row(w);
     }
 }
@@ -97,7 +101,8 @@ enum qp_status qp_rsearch_derived(struct qp_json *doc,
                                   const char *calib, const char *eval,
                                   struct qp_error *err)
 {
-    static const char *const tnames[] = {"sqnr_db", "kl", "budget_bytes"};
+    static const char *const tnames[] = {"sqnr_db", "kl", "budget_bytes",
+                                         "ppl_delta"};
     _Static_assert(sizeof tnames / sizeof tnames[0] == QP_RT_COUNT, "targets");
     const struct qp_rstate *end = &res->steps[res->nsteps - 1].at;
     char base[QP_SCHEME_MAX + 1];
@@ -120,6 +125,8 @@ enum qp_status qp_rsearch_derived(struct qp_json *doc,
          put_num(d, "calib_kl", end->calib_kl) &&
          put_num(d, "eval_sqnr_db", end->eval_sqnr) &&
          put_num(d, "eval_kl", end->eval_kl) &&
+         put_num(d, "calib_ppl_delta", end->calib_dppl) &&
+         put_num(d, "eval_ppl_delta", end->eval_dppl) &&
          qp_json_add_bool(d, "reached_calib", res->reached_calib) &&
          qp_json_add_bool(d, "reached_eval", res->reached_eval) &&
          qp_json_add_num(d, "weight_bytes", (double)end->bytes) &&

@@ -10,10 +10,21 @@
 
 #include "analysis/recipe-state.h"
 
+const char *qp_rstep_kind_name(enum qp_rstep_kind k)
+{
+    static const char *const names[] = {"start", "promote", "bulk", "revert",
+                                        "probe"};
+    _Static_assert(sizeof names / sizeof names[0] == QP_STEP_KIND_COUNT,
+                   "step kinds");
+    return (unsigned)k < QP_STEP_KIND_COUNT ? names[k] : "?";
+}
+
 double qp_rstate_metric(const struct qp_rstate *s, enum qp_rtarget t, bool eval)
 {
     if (t == QP_RT_KL)
         return -(eval ? s->eval_kl : s->calib_kl);
+    if (t == QP_RT_PPL)
+        return -(eval ? s->eval_dppl : s->calib_dppl);
     return eval ? s->eval_sqnr : s->calib_sqnr;
 }
 
@@ -23,6 +34,7 @@ bool qp_rstate_meets(const struct qp_rstate *s, const struct qp_rsearch_opts *o,
     switch (o->target) {
     case QP_RT_SQNR: return (eval ? s->eval_sqnr : s->calib_sqnr) >= o->value;
     case QP_RT_KL: return (eval ? s->eval_kl : s->calib_kl) <= o->value;
+    case QP_RT_PPL: return (eval ? s->eval_dppl : s->calib_dppl) <= o->value;
     default: return false; /* a budget is spent, never met */
     }
 }
@@ -63,6 +75,8 @@ static double damage(const struct qp_rstate *s, enum qp_rtarget t)
 {
     if (t == QP_RT_KL)
         return isnan(s->calib_kl) ? 0 : s->calib_kl;
+    if (t == QP_RT_PPL)
+        return isnan(s->calib_dppl) ? 0 : s->calib_dppl;
     return isinf(s->calib_sqnr) && s->calib_sqnr > 0 ? 0
            : pow(10.0, -s->calib_sqnr / 10.0);
 }
@@ -70,7 +84,7 @@ static double damage(const struct qp_rstate *s, enum qp_rtarget t)
 /* The metric a damage predicts. */
 static double metric_of(double d, enum qp_rtarget t)
 {
-    if (t == QP_RT_KL)
+    if (t == QP_RT_KL || t == QP_RT_PPL)
         return -d;
     return d > 0 ? -10.0 * log10(d) : INFINITY;
 }
@@ -110,7 +124,7 @@ static enum qp_status one_in_table(struct qp_search *q, struct table *t,
                 res->level[v] = QP_LEVEL_FP32;
             res->level[u] = l;
             struct qp_rstate s;
-            st = qp_search_measure(q, &s, false, err);
+            st = qp_search_measure_near_fp32(q, &s, err);
             t->dmg[u * (np + 1) + (size_t)l] = damage(&s, q->o->target);
         }
         qp_progress_report(q->o->progress, "recipe: one-in", u + 1, nu);
@@ -120,10 +134,21 @@ static enum qp_status one_in_table(struct qp_search *q, struct table *t,
     return st;
 }
 
+/* The table's damage of the state res->level describes: the sum over
+ * units (kept and pinned units count none). */
+static double table_sum(const struct qp_search *q, const struct table *t)
+{
+    double sum = 0;
+    for (size_t u = 0; u < q->res->units.n; u++)
+        sum += unit_damage(t, u, q->res->level[u]);
+    return sum;
+}
+
 /* ---- candidates ---------------------------------------------------------- */
 
 struct cand {
     size_t unit;
+    int from;            /* its level now */
     int level;           /* the level it would reach */
     double gain;         /* damage removed (predicted, or measured) */
     size_t dbytes;       /* extra weight bytes */
@@ -183,7 +208,7 @@ static enum qp_status candidate(struct qp_search *q, const struct table *t,
         st = unit_bytes(q, u, l, &b1, err);
     double g = unit_damage(t, u, q->res->level[u]) - unit_damage(t, u, l);
     if (!st && g > 0) {
-        *c = (struct cand){u, l, g, b1 > b0 ? b1 - b0 : 0};
+        *c = (struct cand){u, q->res->level[u], l, g, b1 > b0 ? b1 - b0 : 0};
         *ok = true;
     }
     return st;
@@ -234,8 +259,9 @@ static enum qp_status rerank(struct qp_search *q, const struct qp_rstate *now,
 /* Applies candidate c when the model is not worse by more than 0.1 dB (or
  * its KL equivalent) and within the budget: measured read-only first, then
  * recorded. *taken tells. */
-static enum qp_status try_step(struct qp_search *q, const struct cand *c,
-                               size_t n, struct qp_rstate *now, bool *taken,
+static enum qp_status try_step(struct qp_search *q, const struct table *t,
+                               const struct cand *c, size_t n,
+                               struct qp_rstate *now, bool *taken,
                                struct qp_rstep *step, struct qp_error *err)
 {
     struct qp_rsearch_result *res = q->res;
@@ -243,16 +269,17 @@ static enum qp_status try_step(struct qp_search *q, const struct cand *c,
     if (!keep)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     memcpy(keep, res->level, res->units.n * sizeof *keep);
-    double pred = 0;
-    for (size_t k = 0; k < n; k++) {
+    /* the prediction: the measured damage scaled as the table's sum */
+    double s0 = table_sum(q, t);
+    for (size_t k = 0; k < n; k++)
         res->level[c[k].unit] = c[k].level;
-        pred += c[k].gain;
-    }
+    double s1 = table_sum(q, t);
     struct qp_rstate s;
     enum qp_status st = qp_search_measure(q, &s, false, err);
     double m0 = qp_rstate_metric(now, q->o->target, false);
     double m1 = qp_rstate_metric(&s, q->o->target, false);
-    double slack = q->o->target == QP_RT_KL ? 1e-4 : 0.1;
+    double slack = q->o->target == QP_RT_KL ? 1e-4
+                   : q->o->target == QP_RT_PPL ? 1e-3 : 0.1;
     *taken = !st && !over_budget(q, s.bytes) && !(m1 < m0 - slack);
     if (*taken)
         st = qp_search_measure(q, &s, true, err); /* the memos follow */
@@ -260,15 +287,95 @@ static enum qp_status try_step(struct qp_search *q, const struct cand *c,
         memcpy(res->level, keep, res->units.n * sizeof *keep);
     if (!st && *taken) {
         double d0 = damage(now, q->o->target);
-        *step = (struct qp_rstep){n == 1 ? (long)c[0].unit : -1,
-                                  n == 1 ? c[0].level : (int)n,
-                                  metric_of(d0 - pred > 0 ? d0 - pred : 0,
-                                            q->o->target) - m0,
+        double pred = s0 > 0 ? d0 * s1 / s0 : d0;
+        *step = (struct qp_rstep){n == 1 ? QP_STEP_PROMOTE : QP_STEP_BULK,
+                                  n == 1 ? (long)c[0].unit : -1,
+                                  n == 1 ? c[0].level : 0, n,
+                                  metric_of(pred, q->o->target) - m0,
                                   qp_rstate_metric(&s, q->o->target, false) - m0,
                                   false, s};
         *now = s;
     }
     free(keep);
+    return st;
+}
+
+/* Undoes (or redoes) the first k free promotions of bulk, those whose
+ * unit is still where the bulk step left it. */
+static void undo_prefix(struct qp_search *q, const struct cand *bulk, size_t k,
+                        bool undo)
+{
+    for (size_t i = 0; i < k; i++) {
+        int *l = &q->res->level[bulk[i].unit];
+        if (*l == (undo ? bulk[i].level : bulk[i].from))
+            *l = undo ? bulk[i].from : bulk[i].level;
+    }
+}
+
+static int cmp_gain_up(const void *a, const void *b)
+{
+    const struct cand *x = a, *y = b;
+    if (x->gain != y->gain)
+        return x->gain < y->gain ? -1 : 1;
+    return (x->unit > y->unit) - (x->unit < y->unit);
+}
+
+/* Undoes the free promotions of the bulk step (bulk[0..n)) that the target
+ * does not need and that cost BitOps: the least useful first (by their
+ * one-in gain), the
+ * longest such list whose undoing still meets the target, by bisection,
+ * as one step. */
+/* True when a value of unit u feeds a node with multiply-accumulates: its
+ * activation bits price BitOps there. */
+static bool feeds_macs(const struct qp_search *q, size_t u)
+{
+    const struct qp_unit *x = &q->res->units.u[u];
+    for (size_t k = 0; k < x->nvalues; k++) {
+        const struct qp_value *v = &q->g->values[x->values[k]];
+        for (int c = 0; c < v->n_consumers; c++)
+            if (q->macs[v->consumers[c]])
+                return true;
+    }
+    return false;
+}
+
+static enum qp_status revert_free(struct qp_search *q, struct cand *bulk,
+                                  size_t n, struct qp_rstate *now,
+                                  struct qp_error *err)
+{
+    /* only those whose bits cost BitOps: undoing the others saves nothing
+     * and adds precision transitions */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (feeds_macs(q, bulk[i].unit))
+            bulk[m++] = bulk[i];
+    n = m;
+    qsort(bulk, n, sizeof *bulk, cmp_gain_up);
+    size_t lo = 0, hi = n;
+    enum qp_status st = QP_OK;
+    while (!st && lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2;
+        undo_prefix(q, bulk, mid, true);
+        struct qp_rstate s;
+        st = qp_search_measure(q, &s, false, err);
+        undo_prefix(q, bulk, mid, false);
+        if (!st && qp_rstate_meets(&s, q->o, false))
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    if (st || !lo)
+        return st;
+    double m0 = qp_rstate_metric(now, q->o->target, false);
+    undo_prefix(q, bulk, lo, true);
+    struct qp_rstate s;
+    if (!(st = qp_search_measure(q, &s, true, err))) {
+        struct qp_rstep step = {QP_STEP_REVERT, -1, 0, lo, NAN,
+                                qp_rstate_metric(&s, q->o->target, false) - m0,
+                                false, s};
+        *now = s;
+        st = push_step(q->res, &step, err);
+    }
     return st;
 }
 
@@ -288,9 +395,13 @@ static enum qp_status greedy(struct qp_search *q, const struct table *t,
         nfree++;
     bool taken = false;
     struct qp_rstep step;
+    struct cand *bulk = NULL;
     if (!st && nfree > 1 && !qp_rstate_meets(now, q->o, false)) {
-        st = try_step(q, c, nfree, now, &taken, &step, err);
+        st = try_step(q, t, c, nfree, now, &taken, &step, err);
+        if (!st && taken && !(bulk = malloc(nfree * sizeof *bulk)))
+            st = qp_fail(err, QP_E_NOMEM, "out of memory");
         if (!st && taken) {
+            memcpy(bulk, c, nfree * sizeof *bulk);
             st = push_step(res, &step, err);
             if (!st)
                 st = candidates(q, t, c, &nc, err);
@@ -303,7 +414,7 @@ static enum qp_status greedy(struct qp_search *q, const struct table *t,
         nc--;
         if (next_level(q, best.unit) != best.level)
             continue; /* stale: the unit moved since */
-        if ((st = try_step(q, &best, 1, now, &taken, &step, err)) || !taken)
+        if ((st = try_step(q, t, &best, 1, now, &taken, &step, err)) || !taken)
             continue;
         /* the unit's next promotion becomes a candidate */
         bool ok;
@@ -323,6 +434,9 @@ static enum qp_status greedy(struct qp_search *q, const struct table *t,
             st = push_step(res, &step, err);
         qp_progress_report(q->o->progress, "recipe: promoting", res->nsteps, nu);
     }
+    if (!st && bulk && qp_rstate_meets(now, q->o, false))
+        st = revert_free(q, bulk, nfree, now, err);
+    free(bulk);
     free(c);
     return st;
 }
@@ -364,7 +478,7 @@ static enum qp_status bisect(struct qp_search *q, const struct table *t,
             if (!qp_search_level_changes(q, u, l) || !(g > 0) ||
                 (st = unit_bytes(q, u, l, &b1, err)))
                 continue;
-            c[nc++] = (struct cand){u, l, g, b1 > b0 ? b1 - b0 : 0};
+            c[nc++] = (struct cand){u, 0, l, g, b1 > b0 ? b1 - b0 : 0};
         }
     }
     qsort(c, nc, sizeof *c, cmp_cand);
@@ -375,7 +489,7 @@ static enum qp_status bisect(struct qp_search *q, const struct table *t,
         set_prefix(q, c, mid, start);
         if ((st = qp_search_measure(q, &s, false, err)))
             break;
-        struct qp_rstep step = {-1, (int)mid, NAN,
+        struct qp_rstep step = {QP_STEP_PROBE, -1, 0, mid, NAN,
                                 qp_rstate_metric(&s, q->o->target, false), false, s};
         if ((st = push_step(res, &step, err)))
             break;
@@ -384,10 +498,16 @@ static enum qp_status bisect(struct qp_search *q, const struct table *t,
         else
             lo = mid + 1;
     }
+    /* a budget: lo is the first prefix over it (bytes grow with the prefix) */
+    if (!st && q->o->target == QP_RT_BYTES && lo > 0) {
+        set_prefix(q, c, lo, start);
+        st = qp_search_measure(q, &s, false, err);
+        lo -= !st && over_budget(q, s.bytes);
+    }
     if (!st) {
         set_prefix(q, c, lo, start);
         st = qp_search_measure(q, now, true, err);
-        struct qp_rstep step = {-1, (int)lo, NAN,
+        struct qp_rstep step = {QP_STEP_PROBE, -1, 0, lo, NAN,
                                 qp_rstate_metric(now, q->o->target, false), false,
                                 *now};
         if (!st)
@@ -433,7 +553,7 @@ enum qp_status qp_recipe_search(struct qp_session *s,
     struct qp_rstate now;
     if (!st)
         st = qp_search_measure(&q, &now, true, err);
-    struct qp_rstep start = {-1, 0, 0, 0, false, now};
+    struct qp_rstep start = {QP_STEP_START, -1, 0, 0, 0, 0, false, now};
     if (!st)
         st = push_step(res, &start, err);
     struct table t = {0};
@@ -536,9 +656,14 @@ enum qp_status qp_rsearch_recipe(const struct qp_graph *g,
             qp_node_weight_name(g, x->nodes[k], name, sizeof name);
             st = add_rule(r, name, &wr, err);
         }
-        /* weights only: the outputs stay at the base, no rule needed */
-        for (size_t k = 0; !st && ar.a_said && k < x->nvalues; k++)
-            st = add_rule(r, g->values[x->values[k]].name, &ar, err);
+        /* weights only: the outputs stay at the base, no rule needed; a
+         * weighted node's own output answers to its weight's rule */
+        for (size_t k = 0; !st && ar.a_said && k < x->nvalues; k++) {
+            int v = x->values[k], p = g->values[v].producer;
+            if (p >= 0 && g->nodes[p].out[0] == v && qp_node_weighted(g, p, NULL))
+                continue;
+            st = add_rule(r, g->values[v].name, &ar, err);
+        }
     }
     if (st) {
         qp_recipe_free(r);

@@ -12,7 +12,11 @@
  * departs from the predicted one by more than half (and 0.5 dB), the next
  * candidates are re-ranked from the new state. The search stops when the
  * target is met, when the next promotion would exceed the byte budget, or
- * when nothing helps. Binary (AIMET AMP's variant): the candidates ranked
+ * when nothing helps. Promotions that cost no bytes (activation bits)
+ * are first tried all at once when the base misses the target; once the
+ * target is met, the least useful of them are undone again (the longest
+ * such list that keeps the target, by bisection), since they cost BitOps
+ * and precision transitions. Binary (AIMET AMP's variant): the candidates ranked
  * once, then the shortest prefix of that list meeting the target, by
  * bisection.
  *
@@ -43,7 +47,9 @@ struct qp_level {
     struct qp_scheme s;
 };
 
-enum qp_rtarget { QP_RT_SQNR = 0, QP_RT_KL, QP_RT_BYTES, QP_RT_COUNT };
+/* SQNR (higher is better), KL, perplexity minus fp32's (lower is better),
+ * or a byte budget (best SQNR within it). */
+enum qp_rtarget { QP_RT_SQNR = 0, QP_RT_KL, QP_RT_BYTES, QP_RT_PPL, QP_RT_COUNT };
 
 struct qp_rpin {
     const char *glob;
@@ -58,7 +64,7 @@ struct qp_rsearch_opts {
     enum qp_rq_flavor flavor;
     bool flavor_given;
     enum qp_rtarget target;
-    double value;                   /* dB, KL or bytes */
+    double value;                   /* dB, KL, bytes or perplexity */
     const char *const *keep;        /* units never quantized */
     size_t nkeep;
     const struct qp_rpin *pins;     /* units fixed at a level */
@@ -73,14 +79,28 @@ struct qp_rsearch_opts {
 
 struct qp_rstate {
     double calib_sqnr, calib_kl, eval_sqnr, eval_kl;
+    double calib_dppl, eval_dppl; /* perplexity - fp32's (language models) */
     size_t bytes;
     double bitops;
     size_t transitions;
 };
 
+enum qp_rstep_kind {
+    QP_STEP_START = 0,     /* the uniform base (after --keep and --pin) */
+    QP_STEP_PROMOTE,       /* one unit promoted one level */
+    QP_STEP_BULK,          /* the free promotions (no extra bytes) at once */
+    QP_STEP_REVERT,        /* free promotions the target did not need, undone */
+    QP_STEP_PROBE,         /* bisection: a prefix of the ranked list */
+    QP_STEP_KIND_COUNT
+};
+
+const char *qp_rstep_kind_name(enum qp_rstep_kind k);
+
 struct qp_rstep {
-    long unit;             /* promoted unit (-1: the start) */
+    enum qp_rstep_kind kind;
+    long unit;             /* promoted unit (QP_STEP_PROMOTE), else -1 */
     int level;             /* its new level */
+    size_t count;          /* units changed (bulk, revert; probe: prefix) */
     double predicted, measured; /* gain in the target's metric */
     bool reranked;         /* the candidates were re-ranked after it */
     struct qp_rstate at;
@@ -120,7 +140,8 @@ enum qp_status qp_rsearch_recipe(const struct qp_graph *g,
                                  const struct qp_rsearch_opts *o,
                                  struct qp_recipe **out, struct qp_error *err);
 
-/* The target's metric of a state (higher is better: SQNR, or -KL). */
+/* The target's metric of a state (higher is better: SQNR, -KL or
+ * -perplexity delta). */
 double qp_rstate_metric(const struct qp_rstate *s, enum qp_rtarget t, bool eval);
 
 /* True when state s meets the target on calibration (eval false) or

@@ -129,7 +129,7 @@ static enum qp_status score(struct qp_search *q, const struct qp_splan *p,
                             struct qp_tensor **const *sets, size_t n,
                             struct qp_memo **memos, struct qp_tensor **refs,
                             bool record, double *sqnr, double *kl,
-                            struct qp_error *err)
+                            double *dppl, struct qp_error *err)
 {
     const struct qp_graph *g = q->g;
     struct qp_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
@@ -147,7 +147,8 @@ static enum qp_status score(struct qp_search *q, const struct qp_splan *p,
         if (!st) {
             q->nodes += rs.nodes_run;
             if (refs[k])
-                st = qp_outcome_add(&oc, refs[k], outs[q->o->output], err);
+                st = qp_outcome_add_tokens(&oc, sets[k][0], refs[k],
+                                           outs[q->o->output], err);
             else
                 st = qp_tensor_clone(outs[q->o->output], &refs[k], err);
         }
@@ -160,6 +161,7 @@ static enum qp_status score(struct qp_search *q, const struct qp_splan *p,
     q->res->runs++;
     *sqnr = qp_outcome_sqnr(&oc);
     *kl = qp_outcome_kl(&oc);
+    *dppl = qp_outcome_ppl_delta(&oc);
     return st;
 }
 
@@ -171,12 +173,12 @@ static struct qp_tensor **const *calib_sets(const struct qp_search *q,
     return buf;
 }
 
-enum qp_status qp_search_measure(struct qp_search *q, struct qp_rstate *out,
-                                 bool record, struct qp_error *err)
+static enum qp_status measure(struct qp_search *q, struct qp_rstate *out,
+                              bool record, bool near_fp32, struct qp_error *err)
 {
     struct qp_qassign *a;
     struct qp_splan *p = NULL;
-    *out = (struct qp_rstate){NAN, NAN, NAN, NAN, 0, 0, 0};
+    *out = (struct qp_rstate){NAN, NAN, NAN, NAN, NAN, NAN, 0, 0, 0};
     enum qp_status st = qp_search_assignment(q, &a, err);
     struct qp_session_cfg cfg = {.mode = q->o->mode, .assign = a,
                                  .flavor = q->o->flavor,
@@ -187,17 +189,31 @@ enum qp_status qp_search_measure(struct qp_search *q, struct qp_rstate *out,
     if (!st && !cal)
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     if (!st)
-        st = score(q, p, calib_sets(q, cal), q->ncal, q->cmemo, q->cref, record,
-                   &out->calib_sqnr, &out->calib_kl, err);
-    if (!st && record && q->neval)
+        st = score(q, p, calib_sets(q, cal), q->ncal,
+                   near_fp32 ? q->fmemo : q->cmemo, q->cref, record && !near_fp32,
+                   &out->calib_sqnr, &out->calib_kl, &out->calib_dppl, err);
+    if (!st && record && !near_fp32 && q->neval)
         st = score(q, p, q->eval, q->neval, q->ememo, q->eref, true,
-                   &out->eval_sqnr, &out->eval_kl, err);
+                   &out->eval_sqnr, &out->eval_kl, &out->eval_dppl, err);
     if (!st)
         price(q, qp_splan_qplan(p), out);
     free(cal);
     qp_splan_free(p);
     qp_qassign_free(a);
     return st;
+}
+
+enum qp_status qp_search_measure(struct qp_search *q, struct qp_rstate *out,
+                                 bool record, struct qp_error *err)
+{
+    return measure(q, out, record, false, err);
+}
+
+enum qp_status qp_search_measure_near_fp32(struct qp_search *q,
+                                           struct qp_rstate *out,
+                                           struct qp_error *err)
+{
+    return measure(q, out, false, true, err);
 }
 
 /* ---- setup ---------------------------------------------------------------- */
@@ -220,7 +236,7 @@ enum qp_status qp_search_open(struct qp_search *q, struct qp_session *s,
 {
     *q = (struct qp_search){s, qp_session_graph(s), o, res, NULL, NULL,
                             qp_session_calib_count(s), neval, eval,
-                            NULL, NULL, NULL, NULL, 0};
+                            NULL, NULL, NULL, NULL, NULL, 0};
     const struct qp_graph *g = q->g;
     struct qp_splan *bp = NULL;
     enum qp_status st = QP_OK;
@@ -229,8 +245,12 @@ enum qp_status qp_search_open(struct qp_search *q, struct qp_session *s,
                        "inputs, an output of the model and promotion levels");
     if (!(q->macs = calloc((size_t)g->n_nodes + 1, sizeof *q->macs)))
         return qp_fail(err, QP_E_NOMEM, "out of memory");
+    struct qp_tensor **unused = NULL;
     if (!(st = memos(s, q->ncal, &q->cmemo, &q->cref, err)))
         st = memos(s, neval, &q->ememo, &q->eref, err);
+    if (!st)
+        st = memos(s, q->ncal, &q->fmemo, &unused, err);
+    free(unused);
     if (!st)
         st = qp_session_node_macs(s, (const struct qp_tensor *const *)
                                          qp_session_calib_set(s, 0), q->macs, err);
@@ -251,21 +271,23 @@ enum qp_status qp_search_open(struct qp_search *q, struct qp_session *s,
         if (!res->level || !res->fixed)
             st = qp_fail(err, QP_E_NOMEM, "out of memory");
     }
-    /* the fp32 references, recorded: the base's first run reuses them */
+    /* the fp32 references, recorded for the near-fp32 states */
     struct qp_tensor ***cal = calloc(q->ncal + 1, sizeof *cal);
-    double sq, kl;
+    double sq, kl, dp;
     if (!st && !cal)
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     if (!st)
-        st = score(q, NULL, calib_sets(q, cal), q->ncal, q->cmemo, q->cref, true,
-                   &sq, &kl, err);
+        st = score(q, NULL, calib_sets(q, cal), q->ncal, q->fmemo, q->cref, true,
+                   &sq, &kl, &dp, err);
     if (!st && neval)
-        st = score(q, NULL, eval, neval, q->ememo, q->eref, true, &sq, &kl, err);
+        st = score(q, NULL, eval, neval, q->ememo, q->eref, true, &sq, &kl,
+                   &dp, err);
     free(cal);
     for (int i = 0; !st && i < g->n_nodes; i++)
         if (qp_node_weighted(g, i, NULL))
             res->bytes_fp32 += qp_tensor_numel(g->values[g->nodes[i].in[1]].konst) * 4;
-    res->fp32_ref = (struct qp_rstate){INFINITY, 0, INFINITY, 0, res->bytes_fp32,
+    res->fp32_ref = (struct qp_rstate){INFINITY, 0, INFINITY, 0, 0, 0,
+                                       res->bytes_fp32,
                                        0, 0};
     qp_splan_free(bp);
     return st;
@@ -277,6 +299,9 @@ void qp_search_close(struct qp_search *q)
         qp_memo_free(q->cmemo[k]);
     for (size_t k = 0; q->ememo && k < q->neval; k++)
         qp_memo_free(q->ememo[k]);
+    for (size_t k = 0; q->fmemo && k < q->ncal; k++)
+        qp_memo_free(q->fmemo[k]);
+    free(q->fmemo);
     for (size_t k = 0; q->cref && k < q->ncal; k++)
         qp_tensor_free(q->cref[k]);
     for (size_t k = 0; q->eref && k < q->neval; k++)

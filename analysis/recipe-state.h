@@ -20,6 +20,7 @@ struct qp_search {
     size_t ncal, neval;
     struct qp_tensor **const *eval;
     struct qp_memo **cmemo, **ememo; /* per set, following the state */
+    struct qp_memo **fmemo;      /* per calibration set, its fp32 run */
     struct qp_tensor **cref, **eref; /* fp32 outputs per set */
     size_t nodes;                /* computed so far */
 };
@@ -38,6 +39,14 @@ void qp_search_close(struct qp_search *q);
  * (else their metrics are NaN); prices from its plan. */
 enum qp_status qp_search_measure(struct qp_search *q, struct qp_rstate *out,
                                  bool record, struct qp_error *err);
+
+/* Measures the state res->level describes on the calibration sets only,
+ * reading the fp32 runs' memos (nothing recorded): for states that are
+ * mostly float (one unit quantized alone), which share little with the
+ * search's current state. */
+enum qp_status qp_search_measure_near_fp32(struct qp_search *q,
+                                           struct qp_rstate *out,
+                                           struct qp_error *err);
 
 /* The weight bytes of unit u at its level now (qp_rtn_bytes of each of its
  * weights at that scheme; fp32 when float). */

@@ -20,8 +20,11 @@
  * --profile adds, per model, the fp32 time per operator type and the
  * slowest nodes (a fused pass counts as one, under its first node: "Conv
  * + fused elementwise" for a Conv with its activation as epilogue), from
- * the executor's per-node clock (qp_exec_run_tuned).
- * --no-fusion runs fp32 node by node.
+ * the executor's per-node clock (qp_exec_run_tuned); then the same for the
+ * int mode, each operator type with the way the int mode runs it ([int]
+ * kernels, [table] lookups, [pass] moves on the integers, [float] through
+ * dequantize / float operator / quantize).
+ * --no-fusion runs both modes node by node.
  *
  *   build/bench/bench-run [--profile] [--no-fusion] [MODEL.onnx N,C,H,W]...
  */
@@ -71,10 +74,15 @@ static int best_time(const struct qp_graph *g, const struct qp_tensor *const *fe
     struct qp_exec_opts o = {.hooks = h};
     double spent = 0;
     *best = 1e9;
+    /* runs hand their buffers on, as a session's do */
+    if (qp_exec_buffers_new(&o.buffers, err))
+        return 1;
     for (int run = 0; run < 12 && (run < 4 || spent < 3.0); run++) {
         double t0 = now();
-        if (qp_exec_run_tuned(g, feed, 1, &o, tune, outs, st, err))
+        if (qp_exec_run_tuned(g, feed, 1, &o, tune, outs, st, err)) {
+            qp_exec_buffers_free(o.buffers);
             return 1;
+        }
         double t = now() - t0;
         spent += t;
         if (run > 0 && t < *best) /* the first run warms up */
@@ -82,27 +90,26 @@ static int best_time(const struct qp_graph *g, const struct qp_tensor *const *fe
         for (int k = 0; k < g->n_outputs && k < 8; k++)
             qp_tensor_free(outs[k]);
     }
+    qp_exec_buffers_free(o.buffers);
     return 0;
 }
 
-/* The int mode's best time: w8c+a8t, tflite, calibrated on feed. */
-static int int_time(const struct qp_graph *g, const struct qp_tensor *const *feed,
-                    double *best, struct qp_error *err)
+/* A finished int-mode plan of g: w8c+a8t, tflite, calibrated on feed
+ * (*out: the caller frees it). */
+static int int_plan(const struct qp_graph *g, const struct qp_tensor *const *feed,
+                    struct qp_qplan **out, struct qp_error *err)
 {
     struct qp_scheme sc;
-    struct qp_qplan *p = NULL;
     struct qp_qplan_opts o = {.mode = QP_MODE_INT, .scheme = &sc,
         .flavor = QP_RQ_TFLITE_DOUBLE};
-    struct qp_exec_hooks h;
-    int rc = 1;
+    *out = NULL;
     if (!qp_scheme_parse("w8c+a8t", &sc, NULL, err) &&
-        !qp_qplan_new(g, &o, &p, err) && !qp_qplan_calibrate(p, feed, err) &&
-        !qp_qplan_finish(p, err)) {
-        qp_qplan_hooks(p, &h);
-        rc = best_time(g, feed, &h, NULL, best, NULL, err);
-    }
-    qp_qplan_free(p);
-    return rc;
+        !qp_qplan_new(g, &o, out, err) && !qp_qplan_calibrate(*out, feed, err) &&
+        !qp_qplan_finish(*out, err))
+        return 0;
+    qp_qplan_free(*out);
+    *out = NULL;
+    return 1;
 }
 
 /* ---- per-operator profile -------------------------------------------- */
@@ -163,10 +170,27 @@ static void pass_label(const struct qp_graph *g, const int *pass, int first,
     }
 }
 
-/* Prints the fp32 time per operator type (fused passes as "fused
- * elementwise") and the slowest passes, averaged over PROFILE_RUNS. */
+/* How plan runs node i in the int mode ("" without a plan). */
+static const char *int_way(const struct qp_qplan *plan, int i)
+{
+    static const char *const kinds[] = {" [float]", " [pass]", " [int]",
+                                        " [int]", " [int]", " [int add]"};
+    _Static_assert(sizeof kinds / sizeof kinds[0] == QP_QK_COUNT, "kinds");
+    if (!plan)
+        return "";
+    const struct qp_qnode *q = &plan->n[i];
+    if (q->kind == QP_QK_FLOAT && q->lut_ok)
+        return " [table]";
+    return (unsigned)q->kind < QP_QK_COUNT ? kinds[q->kind] : "";
+}
+
+/* Prints the time per operator type (fused passes as "fused elementwise";
+ * with an int plan, each type with the way the int mode runs it) and the
+ * slowest passes, averaged over PROFILE_RUNS, of g run with hooks h (NULL:
+ * fp32). */
 static int profile(const char *label, const struct qp_graph *g,
                    const struct qp_tensor *const *feed,
+                   const struct qp_exec_hooks *h, const struct qp_qplan *plan,
                    const struct qp_exec_tune *base, const struct qp_tdesc *d,
                    const bool *known, struct qp_error *err)
 {
@@ -182,14 +206,15 @@ static int profile(const char *label, const struct qp_graph *g,
     double best;
     for (size_t i = 0; i < nn; i++)
         pass[i] = -1;
-    if (best_time(g, feed, NULL, &t, &best, NULL, err)) /* warm-up only */
+    if (best_time(g, feed, h, &t, &best, NULL, err)) /* warm-up only */
         goto out;
     memset(sec, 0, nn * sizeof *sec);
     double total = 0;
     struct qp_tensor *outs[8] = {0};
+    struct qp_exec_opts o = {.hooks = h};
     for (int r = 0; r < PROFILE_RUNS; r++) {
         double t0 = now();
-        if (qp_exec_run_tuned(g, feed, 1, NULL, &t, outs, NULL, err))
+        if (qp_exec_run_tuned(g, feed, 1, &o, &t, outs, NULL, err))
             goto out;
         total += now() - t0;
         for (int k = 0; k < g->n_outputs && k < 8; k++)
@@ -204,8 +229,8 @@ static int profile(const char *label, const struct qp_graph *g,
             members += pass[j] == i;
         char cat[96];
         bool ew = qp_fuse_candidate(g, i);
-        snprintf(cat, sizeof cat, "%s%s", members == 1 ? g->nodes[i].op_type
-                 : ew ? "elementwise" : g->nodes[i].op_type,
+        snprintf(cat, sizeof cat, "%s%s%s", members == 1 ? g->nodes[i].op_type
+                 : ew ? "elementwise" : g->nodes[i].op_type, int_way(plan, i),
                  members > 1 ? " + fused elementwise" : "");
         prof_add(types, &nt, (int)nn, members > 1 && ew ? "fused elementwise"
                  : cat, members, sec[i]);
@@ -311,12 +336,22 @@ static int bench_model(const struct bench_opts *bo, const char *label,
     const struct qp_tensor *feed[1] = {x};
     double best, best_int;
     struct qp_exec_stats st = {0};
+    struct qp_qplan *plan = NULL;
+    struct qp_exec_hooks h;
+    char int_label[64];
+    snprintf(int_label, sizeof int_label, "%s int", label);
     if (best_time(g, feed, NULL, &tune, &best, &st, &err) ||
-        int_time(g, feed, &best_int, &err) ||
-        (bo->profile && profile(label, g, feed, &tune, d, known, &err))) {
+        int_plan(g, feed, &plan, &err) ||
+        (qp_qplan_hooks(plan, &h), best_time(g, feed, &h, &tune, &best_int, NULL,
+                                             &err)) ||
+        (bo->profile && (profile(label, g, feed, NULL, NULL, &tune, d, known, &err) ||
+                         profile(int_label, g, feed, &h, plan, &tune, d, known,
+                                 &err)))) {
         fprintf(stderr, "bench-run: %s: %s\n", path, err.msg);
+        qp_qplan_free(plan);
         goto out;
     }
+    qp_qplan_free(plan);
     r->gflops = bo->sgemm_gflops;
     r->ms = best * 1e3 / (double)shape[0];
     r->int_ms = best_int * 1e3 / (double)shape[0];

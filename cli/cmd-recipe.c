@@ -1,5 +1,6 @@
 /* cli/cmd-recipe.c: qprobe recipe MODEL --calib X --eval Y --base S
- * --promote S2[,S3] (--target-sqnr DB | --target-kl K | --budget-bytes N)
+ * --promote S2[,S3] (--target-sqnr DB | --target-kl K | --target-ppl-delta P
+ *  | --budget-bytes N)
  * -o R.json: a mixed-precision recipe found by measurement
  * (analysis/recipe-search.h). */
 #include <math.h>
@@ -17,7 +18,8 @@
 
 static const struct qp_cli cli = {
     "recipe", "MODEL --calib DIR --eval DIR --base S --promote S2[,S3...] "
-              "(--target-sqnr DB | --target-kl K | --budget-bytes N) -o R.json "
+              "(--target-sqnr DB | --target-kl K | --target-ppl-delta P | "
+              "--budget-bytes N) -o R.json "
               "[options]",
     "Searches a mixed-precision recipe: from the uniform --base, promotes one "
     "layer or activation at a time through the --promote list, measuring the "
@@ -68,7 +70,7 @@ struct args {
     enum qp_rq_flavor flavor;
     bool has_flavor, quiet;
     int method;
-    double sqnr, kl, budget;
+    double sqnr, kl, ppl, budget;
 };
 
 static enum qp_status parse_promote(const char *arg, void *dest,
@@ -116,9 +118,25 @@ static void print_state(const char *what, const struct qp_rstate *s, size_t fp32
         printf(", eval %7.2f dB", s->eval_sqnr);
     if (!isnan(s->calib_kl))
         printf(", kl %.4g", s->calib_kl);
+    if (!isnan(s->calib_dppl))
+        printf(", ppl %+.4g (eval %+.4g)", s->calib_dppl, s->eval_dppl);
     printf(", weights %.3f MB (%.1f%% of fp32), %.3g BitOps, %zu transitions\n",
            (double)s->bytes / 1e6, 100.0 * (double)s->bytes / (double)(fp32 ? fp32 : 1),
            s->bitops, s->transitions);
+}
+
+/* A change of the target's metric in its own units: dB, or the change of
+ * KL or of perplexity (the metric is their negation). */
+static const char *gain(const struct qp_rsearch_opts *o, double g, char *buf,
+                        size_t size)
+{
+    if (o->target == QP_RT_KL)
+        snprintf(buf, size, "KL %+.4g", -g);
+    else if (o->target == QP_RT_PPL)
+        snprintf(buf, size, "PPL %+.4g", -g);
+    else
+        snprintf(buf, size, "%+7.2f dB", g);
+    return buf;
 }
 
 static void print(const struct qp_rsearch_result *res,
@@ -127,26 +145,34 @@ static void print(const struct qp_rsearch_result *res,
     print_state("base", &res->steps[0].at, res->bytes_fp32);
     for (size_t k = 1; !quiet && k < res->nsteps; k++) {
         const struct qp_rstep *s = &res->steps[k];
-        char lv[QP_SCHEME_MAX + 8];
-        if (s->unit < 0 && o->binary) {
-            printf("  probe: first %d candidates promoted: %.2f dB\n", s->level,
+        char lv[QP_SCHEME_MAX + 8], m[48], p[48];
+        gain(o, s->measured, m, sizeof m);
+        gain(o, s->predicted, p, sizeof p);
+        switch (s->kind) {
+        case QP_STEP_PROBE:
+            printf("  probe: first %zu candidates promoted: %.2f dB\n", s->count,
                    s->at.calib_sqnr);
             continue;
-        }
-        if (s->unit < 0) {
-            printf("  %3zu  %d free promotions together (activation bits)    "
-                   "%+7.2f dB (predicted %+.2f)\n", k, s->level, s->measured,
-                   s->predicted);
+        case QP_STEP_BULK:
+            printf("  %3zu  %zu free promotions together (activation bits)    "
+                   "%s (predicted %s)\n", k, s->count, m, p);
             continue;
+        case QP_STEP_REVERT:
+            printf("  %3zu  %zu free promotions undone (the target holds "
+                   "without them)  %s\n", k, s->count, m);
+            continue;
+        default:
+            break;
         }
         qp_rsearch_level_name(o, s->level, lv, sizeof lv);
-        printf("  %3zu  %-32s -> %-10s %+7.2f dB (predicted %+.2f)%s\n", k,
-               res->units.u[s->unit].name, lv, s->measured, s->predicted,
+        printf("  %3zu  %-32s -> %-10s %s (predicted %s)%s\n", k,
+               res->units.u[s->unit].name, lv, m, p,
                s->reranked ? "  re-ranked" : "");
     }
     print_state("recipe", &res->steps[res->nsteps - 1].at, res->bytes_fp32);
-    const char *t = o->target == QP_RT_SQNR ? "SQNR" : o->target == QP_RT_KL
-                                                           ? "KL" : NULL;
+    const char *t = o->target == QP_RT_SQNR ? "SQNR"
+                    : o->target == QP_RT_KL ? "KL"
+                    : o->target == QP_RT_PPL ? "perplexity - fp32's" : NULL;
     if (t) {
         printf("target %s %s %g: %s on calibration data, %s on held-out data\n",
                t, o->target == QP_RT_SQNR ? ">=" : "<=", o->value,
@@ -205,8 +231,10 @@ static int run(struct args *a, const char *model)
     struct qp_progress prog = qp_cli_progress(a->quiet);
     struct qp_rsearch_opts o = {
         a->mode, &a->base, a->promote, a->npromote, a->flavor, a->has_flavor,
-        a->sqnr == a->sqnr ? QP_RT_SQNR : a->kl == a->kl ? QP_RT_KL : QP_RT_BYTES,
-        a->sqnr == a->sqnr ? a->sqnr : a->kl == a->kl ? a->kl : a->budget,
+        a->sqnr == a->sqnr ? QP_RT_SQNR : a->kl == a->kl ? QP_RT_KL
+        : a->ppl == a->ppl ? QP_RT_PPL : QP_RT_BYTES,
+        a->sqnr == a->sqnr ? a->sqnr : a->kl == a->kl ? a->kl
+        : a->ppl == a->ppl ? a->ppl : a->budget,
         a->keep.v, a->keep.n, a->pins, a->npins, a->groups.v, a->groups.n,
         a->method == 1, out, 0, &prog};
     if (!st)
@@ -241,7 +269,8 @@ static int run(struct args *a, const char *model)
 
 int cmd_recipe(int argc, char **argv)
 {
-    struct args a = {.mode = QP_MODE_FAKE, .sqnr = NAN, .kl = NAN, .budget = NAN};
+    struct args a = {.mode = QP_MODE_FAKE, .sqnr = NAN, .kl = NAN, .ppl = NAN,
+                     .budget = NAN};
     struct qp_cli_opt opts[] = {
         QP_OPT_STR_("calib", 0, "DIR", "calibration inputs: activation ranges, "
                     "and every decision of the search", &a.calib),
@@ -255,6 +284,9 @@ int cmd_recipe(int argc, char **argv)
                     "reaches DB", &a.sqnr, -1e6, 1e6),
         QP_OPT_NUM_("target-kl", 0, "K", "stop when the output KL vs fp32 falls "
                     "to K", &a.kl, 0, 1e6),
+        QP_OPT_NUM_("target-ppl-delta", 0, "P", "language models: stop when "
+                    "the perplexity exceeds fp32's by at most P", &a.ppl, -1e6,
+                    1e6),
         QP_OPT_NUM_("budget-bytes", 0, "N", "best SQNR with weights of at most N "
                     "bytes", &a.budget, 0, 1e18),
         QP_OPT_STR_("output", 'o', "R.json", "the recipe", &a.out),
@@ -282,12 +314,14 @@ int cmd_recipe(int argc, char **argv)
     int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
     a.has_flavor = qp_cli_given(opts, "requant");
     int targets = qp_cli_given(opts, "target-sqnr") + qp_cli_given(opts, "target-kl") +
+                  qp_cli_given(opts, "target-ppl-delta") +
                   qp_cli_given(opts, "budget-bytes");
     if (rc == QP_CLI_GO && (!a.calib || !qp_cli_given(opts, "base") || !a.npromote ||
                             !a.out))
         rc = qp_cli_usage(&cli, "--calib, --base, --promote and -o are required");
     else if (rc == QP_CLI_GO && targets != 1)
-        rc = qp_cli_usage(&cli, "give one of --target-sqnr, --target-kl and "
+        rc = qp_cli_usage(&cli, "give one of --target-sqnr, --target-kl, "
+                          "--target-ppl-delta and "
                           "--budget-bytes");
     else if (rc == QP_CLI_GO && a.mode == QP_MODE_FP32)
         rc = qp_cli_usage(&cli, "--mode must be fake or int");

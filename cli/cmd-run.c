@@ -14,6 +14,8 @@
 #include "cli/opt-types.h"
 #include "core/fileio.h"
 #include "formats/dump.h"
+#include "model/llama-import.h"
+#include "model/llm.h"
 #include "model/sink.h"
 #include "model/session.h"
 #include "model/tflite-import.h"
@@ -21,9 +23,9 @@
 #include "quant/scheme.h"
 
 static const struct qp_cli cli = {
-    "run", "MODEL --input FILE... [--dump OUT] [options]",
-    "Run an ONNX model on inputs and capture every named intermediate "
-    "tensor into a dump.",
+    "run", "MODEL (--input FILE... | --tokens IDS) [--dump OUT] [options]",
+    "Run an ONNX model or a Hugging Face Llama-family folder on inputs and "
+    "capture every named intermediate tensor into a dump.",
     "Modes:\n"
     "  fp32  float32, matmul and conv through OpenBLAS\n"
     "  fake  weights and activations quantized then dequantized per the "
@@ -49,12 +51,18 @@ static const struct qp_cli cli = {
     "A .tflite model runs TFLite's own integer arithmetic (the int mode, its "
     "default):\n--requant tflite (TFLite Micro, default) or tflite-x86 "
     "(TFLite's x86 kernels);\n--mode fp32 runs its dequantized float "
-    "reference.",
+    "reference.\n"
+    "A model folder (config.json + safetensors: Llama, Mistral, Qwen2, "
+    "SmolLM) runs on\n--tokens ids.npy ([T] or [B, T] int32/int64) or --text "
+    "FILE; values "
+    "carry Hugging Face's module\nnames (model.layers.N.mlp.down_proj, "
+    "lm_head, ...), [T, F] or [B, T, F]; --calib\ntakes token ids or text, "
+    "split into sequences of 512.",
     1, 1, "one MODEL",
 };
 
 struct run_args {
-    const char *model, *dump, *capture, *recipe, *calib, *local;
+    const char *model, *dump, *capture, *recipe, *calib, *local, *tokens, *text;
     enum qp_dump_format format;
     enum qp_run_mode mode;
     struct qp_scheme scheme;
@@ -87,8 +95,8 @@ static void report_unused(const struct qp_recipe *r, const struct qp_graph *g,
 /* The session's plan for the run's mode; calibration from --calib, else
  * from the inputs themselves. */
 static int make_plan(const struct run_args *a, struct qp_session *s,
-                     struct qp_tensor **feed, struct qp_recipe *recipe,
-                     struct qp_splan **plan)
+                     struct qp_llm *llm, struct qp_tensor **feed,
+                     struct qp_recipe *recipe, struct qp_splan **plan)
 {
     struct qp_error err;
     struct qp_session_cfg cfg = {.mode = a->mode,
@@ -106,7 +114,15 @@ static int make_plan(const struct run_args *a, struct qp_session *s,
                                   "simulates its quantization)" : "");
     if (recipe)
         report_unused(recipe, g, a->recipe);
-    if (a->calib) {
+    if (a->calib && llm) {
+        int32_t *ids;
+        size_t n;
+        st = qp_llm_read_tokens(llm, a->calib, &ids, &n, &err);
+        if (!st) {
+            st = qp_llm_add_calib_ids(llm, ids, n, 512, 0, &runs, &err);
+            free(ids);
+        }
+    } else if (a->calib) {
         st = qp_session_add_calib(s, a->calib, &runs, &err);
     } else if (!own_quant) {
         if (a->has_scheme ? a->scheme.has_acts : true)
@@ -168,11 +184,18 @@ static int run(struct run_args *a)
     struct qp_session_opts so = {.keep_bn = a->keep_bn,
         .tfl_flavor = a->tfl_flavor,
         .dequantize = a->tfl && a->mode_given && a->mode == QP_MODE_FP32};
-    if (qp_session_open(a->model, &so, &s, &err))
+    struct qp_llm *llm = NULL;
+    if (qp_llama_is_model_dir(a->model) ? qp_llm_open(a->model, &llm, &err)
+                                        : qp_session_open(a->model, &so, &s, &err))
         return qp_cli_fail(&err);
+    if (llm)
+        s = llm->s;
     struct qp_cli_gptq gc;
     if (qp_cli_gptq_init(&gc, s, a->fp32_inputs, a->quiet, &err)) {
-        qp_session_free(s);
+        if (llm)
+            qp_llm_free(llm);
+        else
+            qp_session_free(s);
         return qp_cli_fail(&err);
     }
     const struct qp_graph *g = qp_session_graph(s);
@@ -182,15 +205,34 @@ static int run(struct run_args *a)
         goto done;
     if (a->local && qp_dump_open(a->local, QP_DUMP_AUTO, &local, &err))
         goto done;
-    if (qp_session_load_inputs(s, a->inputs.v, (int)a->inputs.n, &feed, &err))
+    if (llm && !a->tokens && !a->text) {
+        rc = qp_cli_usage(&cli, "'%s' is a model folder: give --tokens or --text",
+                          a->model);
+        goto done_quiet;
+    }
+    if (!llm && (a->tokens || a->text)) {
+        rc = qp_cli_usage(&cli, "--tokens and --text are for model folders; '%s' "
+                          "takes --input", a->model);
+        goto done_quiet;
+    }
+    if (llm ? (a->text ? qp_llm_text_feed(llm, a->text, &feed, &err)
+                       : qp_llm_load_feed(llm, a->tokens, &feed, &err))
+            : qp_session_load_inputs(s, a->inputs.v, (int)a->inputs.n, &feed,
+                                     &err))
         goto done;
+    if (llm && llm->cfg.max_pos &&
+        feed[0]->shape[feed[0]->ndim - 1] > llm->cfg.max_pos)
+        qp_cli_warn("%lld tokens are more than the model's %lld positions "
+                    "(max_position_embeddings)",
+                    (long long)feed[0]->shape[feed[0]->ndim - 1],
+                    (long long)llm->cfg.max_pos);
     outs = calloc((size_t)(g->n_outputs ? g->n_outputs : 1), sizeof *outs);
     if (!outs) {
         qp_fail(&err, QP_E_NOMEM, "out of memory");
         goto done;
     }
     if (a->mode != QP_MODE_FP32 &&
-        (rc = make_plan(a, s, feed, recipe, &plan)) != QP_EXIT_OK)
+        (rc = make_plan(a, s, llm, feed, recipe, &plan)) != QP_EXIT_OK)
         goto done_quiet;
     rc = QP_EXIT_FAIL;
     if (a->dump && qp_sink_open(&sink, g, a->dump, a->format, &err))
@@ -198,7 +240,8 @@ static int run(struct run_args *a)
     struct qp_progress prog = qp_cli_progress(a->quiet);
     struct qp_session_run_opts ro = {
         .capture = a->dump ? a->capture : NULL, .on_capture = qp_sink_capture,
-        .capture_ctx = &sink, .progress = &prog, .local = local};
+        .capture_ctx = &sink, .progress = &prog, .local = local,
+        .release_weights = llm && llm->release_weights};
     struct qp_session_run_stats stats;
     enum qp_status st = qp_session_run(s, plan, (const struct qp_tensor *const *)feed,
                                        &ro, outs, &stats, &err);
@@ -231,7 +274,10 @@ done_quiet:
         qp_tensor_free(outs[k]);
     free(outs);
     qp_session_free_inputs(s, feed);
-    qp_session_free(s);
+    if (llm)
+        qp_llm_free(llm);
+    else
+        qp_session_free(s);
     qp_cli_gptq_release(&gc);
     return rc;
 }
@@ -243,6 +289,10 @@ int cmd_run(int argc, char **argv)
         QP_OPT_LIST_("input", 'i', "[NAME=]FILE", "an input tensor: .npy, .pb or "
                      "a dump holding it; repeat to make a batch (stacked along "
                      "axis 0)", &a.inputs),
+        QP_OPT_STR_("tokens", 0, "IDS", "token ids for a model folder: .npy [T] "
+                    "or [B, T], or a dump's input_ids", &a.tokens),
+        QP_OPT_STR_("text", 0, "FILE", "text for a model folder, tokenized with its "
+                    "tokenizer (BOS added when it adds one)", &a.text),
         QP_OPT_STR_("dump", 'o', "OUT", "write every captured tensor to OUT "
                     "(.h5, .npz, .safetensors, or a directory of .npy files)",
                     &a.dump),
@@ -276,6 +326,9 @@ int cmd_run(int argc, char **argv)
         QP_OPT_END_,
     };
     qp_cli_exclusive(opts, "scheme", "recipe");
+    qp_cli_exclusive(opts, "input", "tokens");
+    qp_cli_exclusive(opts, "input", "text");
+    qp_cli_exclusive(opts, "tokens", "text");
     int first, rc = qp_cli_parse(&cli, opts, argc, argv, &first);
     a.has_scheme = qp_cli_given(opts, "scheme");
     a.has_flavor = qp_cli_given(opts, "requant");
@@ -286,8 +339,9 @@ int cmd_run(int argc, char **argv)
     }
     if (rc != QP_CLI_GO)
         ;
-    else if (!a.inputs.n)
-        rc = qp_cli_usage(&cli, "--input is required");
+    else if (!a.inputs.n && !a.tokens && !a.text)
+        rc = qp_cli_usage(&cli, "--input is required (--tokens for a model "
+                          "folder)");
     else if (a.tfl && a.requant &&
              !qp_tfl_flavor_from_name(a.requant, &a.tfl_flavor))
         rc = qp_cli_usage(&cli, "unknown TFLite flavor '%s' (tflite, "

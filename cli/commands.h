@@ -14,7 +14,10 @@ int cmd_sweep(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_requant(int argc, char **argv);
 int cmd_kernel(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 
 #endif

@@ -53,6 +53,32 @@ enum qp_status qp_error_prefix(struct qp_error *err, const char *fmt, ...)
     return err->status;
 }
 
+enum qp_status qp_error_in_file(struct qp_error *err, const char *path)
+{
+    if (!err)
+        return QP_OK;
+    size_t n = strlen(path);
+    for (const char *p = err->msg; (p = strchr(p, '\'')); p++)
+        if (!strncmp(p + 1, path, n) &&
+            (p[n + 1] == '\'' || (p[n + 1] == '/' && n && path[n - 1] != '/')))
+            return err->status;
+    return qp_error_prefix(err, "'%s': ", path);
+}
+
+enum qp_status qp_error_rename(struct qp_error *err, const char *from,
+                               const char *to)
+{
+    if (!err)
+        return QP_OK;
+    char *at = *from ? strstr(err->msg, from) : NULL;
+    if (!at)
+        return err->status;
+    char rest[QP_ERROR_MSG_MAX];
+    snprintf(rest, sizeof rest, "%s", at + strlen(from));
+    snprintf(at, sizeof err->msg - (size_t)(at - err->msg), "%s%s", to, rest);
+    return err->status;
+}
+
 void qp_error_clear(struct qp_error *err)
 {
     if (err) {

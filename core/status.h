@@ -40,6 +40,18 @@ enum qp_status qp_fail(struct qp_error *err, enum qp_status status,
 enum qp_status qp_error_prefix(struct qp_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Makes err's message name the file path: prefixes "'path': " unless the
+ * message already names it (or a file below it, for a folder) in quotes. For the boundary that knows which
+ * file a failure came from (tensor-level messages do not). Returns
+ * err->status (QP_OK when err is NULL). */
+enum qp_status qp_error_in_file(struct qp_error *err, const char *path);
+
+/* Replaces the first occurrence of from in err's message by to (e.g. a
+ * temporary folder's name by the output's). Returns err->status (QP_OK
+ * when err is NULL). */
+enum qp_status qp_error_rename(struct qp_error *err, const char *from,
+                               const char *to);
+
 /* Clears err to QP_OK with an empty message. */
 void qp_error_clear(struct qp_error *err);
 

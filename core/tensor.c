@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "core/memlimit.h"
 #include "core/size.h"
 
 size_t qp_tensor_numel(const struct qp_tensor *t)
@@ -39,6 +40,17 @@ enum qp_status qp_shape_check(const char *what, enum qp_dtype dtype, int ndim,
     return QP_OK;
 }
 
+/* The allocation limit (core/memlimit.h) for the data of tensor t. */
+static enum qp_status check_limit(const struct qp_tensor *t, size_t nbytes,
+                                  struct qp_error *err)
+{
+    char what[300], shape[128];
+    qp_shape_str(t->ndim, t->shape, shape, sizeof shape);
+    snprintf(what, sizeof what, "tensor '%.150s' %s %s", t->name,
+             qp_dtype_name(t->dtype), shape);
+    return qp_mem_check(what, nbytes, err);
+}
+
 static enum qp_status tensor_alloc(const char *name, enum qp_dtype dtype,
                                    int ndim, const int64_t *shape,
                                    struct qp_tensor **out, size_t *nbytes,
@@ -70,6 +82,11 @@ enum qp_status qp_tensor_new(const char *name, enum qp_dtype dtype, int ndim,
     if (st)
         return st;
     struct qp_tensor *t = *out;
+    if ((st = check_limit(t, nbytes, err))) {
+        qp_tensor_free(t);
+        *out = NULL;
+        return st;
+    }
     t->data = calloc(1, nbytes ? nbytes : 1);
     if (!t->data) {
         qp_tensor_free(t);
@@ -110,6 +127,12 @@ enum qp_status qp_tensor_wrap(const char *name, enum qp_dtype dtype, int ndim,
         return qp_fail(err, QP_E_FORMAT,
                        "tensor '%s': %s %s needs %zu bytes, data has %zu", name,
                        qp_dtype_name(dtype), s, need, nbytes);
+    }
+    /* mapped data is read whole by whoever asked for the tensor */
+    if ((st = check_limit(*out, nbytes, err))) {
+        qp_tensor_free(*out);
+        *out = NULL;
+        return st;
     }
     (*out)->data = (void *)data;
     (*out)->nbytes = nbytes;

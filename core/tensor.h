@@ -58,7 +58,8 @@ enum qp_status qp_shape_check(const char *what, enum qp_dtype dtype, int ndim,
                               struct qp_error *err);
 
 /* New tensor with zero-filled owned data. *out belongs to the caller
- * (qp_tensor_free). */
+ * (qp_tensor_free). QP_E_NOMEM naming the tensor and its size when the
+ * data would exceed the allocation limit (core/memlimit.h). */
 enum qp_status qp_tensor_new(const char *name, enum qp_dtype dtype, int ndim,
                              const int64_t *shape, struct qp_tensor **out,
                              struct qp_error *err);
@@ -70,7 +71,9 @@ enum qp_status qp_tensor_new_desc(const char *name, enum qp_dtype dtype,
 
 /* New tensor over borrowed data of exactly the shape's byte size. When map is
  * non-NULL the tensor takes a reference on it; otherwise the caller keeps
- * data alive for the tensor's lifetime. */
+ * data alive for the tensor's lifetime. Data beyond the allocation limit
+ * (core/memlimit.h) is refused as qp_tensor_new refuses it: whoever asks
+ * for a tensor reads it whole (a sparse file can declare terabytes). */
 enum qp_status qp_tensor_wrap(const char *name, enum qp_dtype dtype, int ndim,
                               const int64_t *shape, const void *data,
                               size_t nbytes, struct qp_mmap *map,

@@ -1,6 +1,7 @@
 #include "formats/csv.h"
 
 #include <csv.h>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,8 @@ enum qp_status qp_csv_commit(struct qp_csv_writer *w, struct qp_error *err)
     if (w->of) {
         st = qp_outfile_commit(w->of, err);
     } else if (fflush(w->fp) != 0 || ferror(w->fp)) {
-        st = qp_fail(err, QP_E_IO, "stdout: write failed");
+        st = qp_fail(err, QP_E_IO, "standard output: write failed: %s",
+                     strerror(errno));
     }
     free(w);
     return st;

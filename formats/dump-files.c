@@ -322,9 +322,11 @@ static enum qp_status write_one(struct files *f, const struct qp_tensor *t,
     if (!st)
         st = f->write(fp, t, err);
     if (fp && fclose(fp) != 0 && !st)
-        st = qp_fail(err, QP_E_IO, "'%s': write failed", file);
+        st = qp_fail(err, QP_E_IO, "'%s': write failed: %s", file,
+                     strerror(errno));
     if (!st && fprintf(f->order, "%s\n", file) < 0)
-        st = qp_fail(err, QP_E_IO, "order file: write failed");
+        st = qp_fail(err, QP_E_IO, "order file: write failed: %s",
+                     strerror(errno));
     free(file);
     free(full);
     return st;
@@ -373,16 +375,19 @@ enum qp_status qp_dump_files_commit(struct qp_dump_writer *w,
     } else if (f->of) {
         st = qp_outfile_commit(f->of, err);
     } else {
-        st = fclose(f->order) != 0
-                 ? qp_fail(err, QP_E_IO, "'%s': write failed", w->path)
+        st = (ferror(f->order) | fclose(f->order)) != 0
+                 ? qp_fail(err, QP_E_IO, "'%s': write failed: %s", w->path,
+                           strerror(errno))
                  : QP_OK;
         char *meta = !st && w->meta.count
                          ? qp_path_join(f->od->tmp_path, META_FILE) : NULL;
         if (meta)
             st = qp_dump_meta_save(meta, &w->meta, err);
         free(meta);
-        if (st)
+        if (st) {
+            qp_error_rename(err, f->od->tmp_path, w->path);
             qp_outdir_abort(f->od);
+        }
         else
             st = qp_outdir_commit(f->od, err);
     }

@@ -249,15 +249,17 @@ static void gw_free(struct gguf_dw *g)
 static enum qp_status gw_open(struct qp_dump_writer *dw, struct qp_error *err)
 {
     struct gguf_dw *g = calloc(1, sizeof *g);
-    size_t len = strlen(dw->path) + sizeof ".data";
-    char *spool = malloc(len);
+    char *home = qp_outfile_temp_home(dw->path); /* not /dev for /dev/full */
+    size_t len = home ? strlen(home) + sizeof ".data" : 0;
+    char *spool = home ? malloc(len) : NULL;
     enum qp_status st = g && spool ? qp_gguf_writer_new(dw->path, &g->w, err)
                                    : qp_fail(err, QP_E_NOMEM, "out of memory");
     if (!st) {
-        snprintf(spool, len, "%s.data", dw->path);
+        snprintf(spool, len, "%s.data", home);
         st = qp_outfile_open(spool, &g->spool, err);
     }
     free(spool);
+    free(home);
     if (st) {
         gw_free(g);
         return st;

@@ -95,11 +95,13 @@ static enum qp_status raww_add(struct qp_dump_writer *w, const struct qp_tensor 
     enum qp_status st = full ? QP_OK : qp_fail(err, QP_E_NOMEM, "out of memory");
     FILE *fp = NULL;
     if (!st && !(fp = fopen(full, "wb")))
-        st = qp_fail(err, QP_E_IO, "'%s': cannot write: %s", full, strerror(errno));
+        st = qp_fail(err, QP_E_IO, "'%s': cannot write: %s", file, strerror(errno));
     if (!st && t->nbytes && fwrite(t->data, 1, t->nbytes, fp) != t->nbytes)
-        st = qp_fail(err, QP_E_IO, "'%s': write failed", full);
+        st = qp_fail(err, QP_E_IO, "'%s': write failed: %s", file,
+                     strerror(errno));
     if (fp && fclose(fp) != 0 && !st)
-        st = qp_fail(err, QP_E_IO, "'%s': write failed", full);
+        st = qp_fail(err, QP_E_IO, "'%s': write failed: %s", file,
+                     strerror(errno));
     if (!st)
         st = describe(rw, t, file, err);
     free(file);
@@ -115,8 +117,10 @@ static enum qp_status raww_commit(struct qp_dump_writer *w, struct qp_error *err
                             ? qp_json_save(ipath, rw->index, true, err)
                             : qp_fail(err, QP_E_NOMEM, "out of memory");
     free(ipath);
-    if (st)
+    if (st) {
+        qp_error_rename(err, rw->od->tmp_path, w->path);
         qp_outdir_abort(rw->od);
+    }
     else
         st = qp_outdir_commit(rw->od, err);
     raww_free(rw);

@@ -1,10 +1,12 @@
 #include "formats/dump.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "core/fileio.h"
 
@@ -137,7 +139,11 @@ enum qp_status qp_dump_open(const char *path, enum qp_dump_format format,
 {
     *out = NULL;
     if (format == QP_DUMP_AUTO) {
-        if (qp_is_dir(path))
+        struct stat sb;
+        if (stat(path, &sb) != 0)
+            return qp_fail(err, QP_E_IO, "'%s': cannot open: %s", path,
+                           strerror(errno));
+        if (S_ISDIR(sb.st_mode))
             format = detect_dir(path);
         else
             format = detect_file(path);
@@ -146,17 +152,30 @@ enum qp_status qp_dump_open(const char *path, enum qp_dump_format format,
         return qp_fail(err, QP_E_UNSUPPORTED,
                        "'%s': unknown dump format (expected .safetensors, .npz, "
                        ".h5, .npy, .pb, .onnx, .gguf, .tflite or a directory)", path);
-    if ((unsigned)format >= QP_DUMP_FORMAT_COUNT || !formats[format].reader)
+    return qp_dump_open_impl(path, format, NULL, out, err);
+}
+
+enum qp_status qp_dump_open_impl(const char *path, enum qp_dump_format format,
+                                 void *impl, struct qp_dump **out,
+                                 struct qp_error *err)
+{
+    *out = NULL;
+    if ((unsigned)format >= QP_DUMP_FORMAT_COUNT || !formats[format].reader) {
+        free(impl);
         return qp_fail(err, QP_E_INVAL, "'%s': invalid dump format", path);
+    }
     struct qp_dump *d = calloc(1, sizeof *d);
     if (!d || !(d->path = strdup(path))) {
         free(d);
+        free(impl);
         return qp_fail(err, QP_E_NOMEM, "out of memory");
     }
+    d->impl = impl;
     d->ops = formats[format].reader;
     d->format = format;
     enum qp_status st = d->ops->open(d, err);
     if (st) {
+        qp_error_in_file(err, path);
         if (d->ops->close)
             d->ops->close(d);
         dump_free(d);
@@ -199,7 +218,7 @@ enum qp_status qp_dump_load(struct qp_dump *d, size_t i, struct qp_tensor **out,
     struct qp_tensor *t;
     enum qp_status st = d->ops->load(d, backing_of(d, i), &t, err);
     if (st)
-        return st;
+        return qp_error_in_file(err, d->path);
     if (!qp_shape_equal(t->ndim, t->shape, e->ndim, e->shape) ||
         t->dtype != e->dtype) {
         qp_tensor_free(t);
@@ -418,18 +437,87 @@ enum qp_status qp_dump_attach_companions(struct qp_dump *d, struct qp_error *err
 
 /* ---- writing ----------------------------------------------------------- */
 
+/* The extension of path's last component ("" for none, a leading '.' is
+ * a hidden name, not an extension). */
+static const char *extension(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    return dot && dot != base ? dot : "";
+}
+
+/* The format to write at path: from its extension when format is AUTO,
+ * else the one asked for, which must agree with a known extension. A
+ * path with no extension, or ending in '/', is a directory (npy unless
+ * asked otherwise); an unknown extension needs an explicit format. */
+static enum qp_status writer_format(const char *path,
+                                    enum qp_dump_format *format,
+                                    struct qp_error *err)
+{
+    static const struct {
+        const char *ext;
+        enum qp_dump_format auto_fmt, also;
+    } exts[] = {
+        {".safetensors", QP_DUMP_SAFETENSORS, QP_DUMP_SAFETENSORS},
+        {".npz", QP_DUMP_NPZ, QP_DUMP_NPZ},
+        {".h5", QP_DUMP_HDF5, QP_DUMP_HDF5},
+        {".hdf5", QP_DUMP_HDF5, QP_DUMP_HDF5},
+        {".npy", QP_DUMP_NPY_DIR, QP_DUMP_NPY},
+        {".pb", QP_DUMP_PB_DIR, QP_DUMP_PB},
+        {".onnx", QP_DUMP_ONNX, QP_DUMP_ONNX},
+        {".gguf", QP_DUMP_GGUF, QP_DUMP_GGUF},
+    };
+    size_t len = strlen(path);
+    bool dir = len && path[len - 1] == '/';
+    const char *ext = dir ? "" : extension(path);
+    enum qp_dump_format f = *format;
+    bool is_dir_format = f == QP_DUMP_NPY_DIR || f == QP_DUMP_PB_DIR ||
+                         f == QP_DUMP_RAW_DIR;
+    struct stat sb;
+    bool file = !dir && stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode);
+    if (f == QP_DUMP_AUTO && file && !strcasecmp(ext, ".npy"))
+        f = *format = QP_DUMP_NPY; /* an existing file (or /dev/...): one */
+    if (f == QP_DUMP_AUTO && file && !strcasecmp(ext, ".pb"))
+        f = *format = QP_DUMP_PB;
+    if (!*ext) {
+        if (f == QP_DUMP_AUTO || (dir && f == QP_DUMP_NPY))
+            *format = QP_DUMP_NPY_DIR;
+        else if (dir && f == QP_DUMP_PB)
+            *format = QP_DUMP_PB_DIR;
+        else if (dir && !is_dir_format)
+            return qp_fail(err, QP_E_INVAL, "'%s' names a directory, and %s "
+                           "dumps are files", path, qp_dump_format_name(f));
+        return QP_OK;
+    }
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+        if (strcasecmp(ext, exts[i].ext))
+            continue;
+        if (f == QP_DUMP_AUTO)
+            *format = exts[i].auto_fmt;
+        else if (f != exts[i].auto_fmt && f != exts[i].also)
+            return qp_fail(err, QP_E_INVAL, "'%s': the extension %s says %s, "
+                           "not %s", path, ext,
+                           qp_dump_format_name(exts[i].auto_fmt),
+                           qp_dump_format_name(f));
+        return QP_OK;
+    }
+    if (f == QP_DUMP_AUTO)
+        return qp_fail(err, QP_E_INVAL, "'%s': unknown extension %s: name the "
+                       "output .safetensors, .npz, .h5, .gguf, or a directory (no "
+                       "extension or a trailing '/'), or give the format", path,
+                       ext);
+    return QP_OK;
+}
+
 enum qp_status qp_dump_writer_open(const char *path, enum qp_dump_format format,
                                    struct qp_dump_writer **out,
                                    struct qp_error *err)
 {
     *out = NULL;
-    if (format == QP_DUMP_AUTO) {
-        format = detect_file(path);
-        if (format == QP_DUMP_AUTO || format == QP_DUMP_NPY)
-            format = QP_DUMP_NPY_DIR;
-        if (format == QP_DUMP_PB)
-            format = QP_DUMP_PB_DIR;
-    }
+    enum qp_status st = writer_format(path, &format, err);
+    if (st)
+        return st;
     if ((unsigned)format >= QP_DUMP_FORMAT_COUNT || !formats[format].writer)
         return qp_fail(err, QP_E_UNSUPPORTED, "'%s': cannot write %s dumps",
                        path, qp_dump_format_name(format));
@@ -440,7 +528,7 @@ enum qp_status qp_dump_writer_open(const char *path, enum qp_dump_format format,
     }
     w->ops = formats[format].writer;
     w->format = format;
-    enum qp_status st = w->ops->open(w, err);
+    st = w->ops->open(w, err);
     if (st) {
         free(w->path);
         free(w);

@@ -124,6 +124,14 @@ static inline size_t qp_dump_meta_count(const struct qp_dump *d)
 void qp_dump_meta_at(const struct qp_dump *d, size_t i, const char **key,
                      const char **value);
 
+/* For backends opened from something other than a path (an HDF5 file
+ * image): qp_dump_open with format's reader, whose open finds impl in
+ * d->impl; impl (malloc'd, NULL allowed) is the dump's from then on (freed
+ * by the reader's close, or with free when the dump cannot be made). */
+enum qp_status qp_dump_open_impl(const char *path, enum qp_dump_format format,
+                                 void *impl, struct qp_dump **out,
+                                 struct qp_error *err);
+
 /* For backends: called at the end of open, after the backend filled
  * d->entries with all its tensors (d->backing may be NULL: identity). For
  * every integer entry NAME with an f32/f16/f64 entry NAME.scale (and
@@ -175,8 +183,11 @@ struct qp_dump_writer {
 
 /* Starts writing a dump at path; nothing appears at path until commit.
  * QP_DUMP_AUTO picks the format from the extension (.safetensors, .npz,
- * .h5/.hdf5, .gguf); a path without one of those (or ending in '/') is an npy
- * directory. */
+ * .h5/.hdf5, .gguf; .npy and .pb are directories of those files); a path
+ * without an extension (or ending in '/') is an npy directory. QP_E_INVAL,
+ * naming the path, for an unknown extension with QP_DUMP_AUTO, a format
+ * that contradicts a known extension (x.h5 as npz), or a file format for a
+ * path ending in '/'. */
 enum qp_status qp_dump_writer_open(const char *path, enum qp_dump_format format,
                                    struct qp_dump_writer **out,
                                    struct qp_error *err);

@@ -7,8 +7,18 @@
 #include <sys/stat.h>
 
 #include "formats/dump.h"
+#include "formats/hdf5-reader.h"
 
 /* ---- shared helpers --------------------------------------------------------- */
+
+/* libhdf5 1.10 closes at exit what is still open, and crashes closing a
+ * dataset whose flush failed (a full disk, RLIMIT_FSIZE): the files are
+ * closed by qprobe itself, and left to the kernel after a failure. Runs
+ * before anything initializes the library. */
+__attribute__((constructor)) static void h5_no_exit_handler(void)
+{
+    H5dont_atexit();
+}
 
 void qp_h5_quiet(void)
 {
@@ -24,11 +34,15 @@ void qp_h5_close(size_t n, const hid_t *ids)
 
 struct h5_msg {
     char inner[256], outer[256];
+    int sys_errno; /* from a system call's failure, 0 if none */
 };
 
 static herr_t walk_msg(unsigned n, const H5E_error2_t *e, void *data)
 {
     struct h5_msg *m = data;
+    const char *en = e->desc ? strstr(e->desc, "errno = ") : NULL;
+    if (en && !m->sys_errno)
+        m->sys_errno = atoi(en + 8);
     if (e->desc && *e->desc)
         snprintf(n == 0 ? m->inner : m->outer, sizeof m->inner, "%s", e->desc);
     return 0;
@@ -37,9 +51,13 @@ static herr_t walk_msg(unsigned n, const H5E_error2_t *e, void *data)
 enum qp_status qp_h5_fail(struct qp_error *err, enum qp_status status,
                           const char *prefix)
 {
-    struct h5_msg m = {"", ""};
+    struct h5_msg m = {"", "", 0};
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk_msg, &m);
     H5Eclear2(H5E_DEFAULT);
+    /* a failed read or write: its reason, not HDF5's record of the call
+     * (which names the temporary file, the descriptor and the buffer) */
+    if (m.sys_errno > 0)
+        return qp_fail(err, status, "%s: %s", prefix, strerror(m.sys_errno));
     if (!*m.inner)
         return qp_fail(err, status, "%s", prefix);
     if (!*m.outer || !strcmp(m.inner, m.outer))
@@ -196,19 +214,6 @@ enum qp_status qp_h5_put_str_attr(hid_t obj, const char *name, const char *value
 
 /* ---- reader ------------------------------------------------------------------ */
 
-struct h5_ref { /* a dataset, by backing index */
-    char *path;          /* HDF5 path, owned */
-    enum qp_dtype dtype; /* logical dtype (packed: unpacked in the file) */
-};
-
-struct h5_reader {
-    hid_t file;
-    struct h5_ref *refs;
-    size_t n, cap;
-    haddr_t *groups; /* groups visited, against hard-link cycles */
-    size_t ngroups, capgroups;
-};
-
 static const char *class_name(H5T_class_t c)
 {
     switch (c) {
@@ -285,8 +290,9 @@ static enum qp_status dtype_of(hid_t t, const char *what, enum qp_dtype *out,
 /* A numeric attribute of at most max values into a malloc'd buffer of
  * mem-typed values; *n = 0 when absent. */
 static enum qp_status num_attr(hid_t obj, const char *name, hid_t mem,
-                               size_t esize, size_t max, void **buf, size_t *n,
-                               const char *what, struct qp_error *err)
+                               size_t esize, size_t max, hsize_t fsize,
+                               void **buf, size_t *n, const char *what,
+                               struct qp_error *err)
 {
     *buf = NULL;
     *n = 0;
@@ -306,6 +312,10 @@ static enum qp_status num_attr(hid_t obj, const char *name, hid_t mem,
     else if (np == 0 || (size_t)np > max)
         st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' has %lld values, "
                      "expected 1..%zu", what, name, (long long)np, max);
+    else if ((hsize_t)np * H5Tget_size(ids[1]) > fsize) /* stored as is */
+        st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' declares %lld "
+                     "values, more than the file holds", what, name,
+                     (long long)np);
     else if (!(*buf = malloc((size_t)np * esize)))
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     else if (H5Aread(a, mem, *buf) < 0)
@@ -321,8 +331,8 @@ static enum qp_status num_attr(hid_t obj, const char *name, hid_t mem,
 }
 
 /* scale / zero_point / axis / block_size attributes onto an integer desc. */
-static enum qp_status read_qparams(hid_t ds, struct qp_tensor *t, const char *what,
-                                   struct qp_error *err)
+static enum qp_status read_qparams(hid_t ds, struct qp_tensor *t, hsize_t fsize,
+                                   const char *what, struct qp_error *err)
 {
     size_t max = qp_tensor_numel(t);
     for (int i = 0; i < t->ndim; i++) /* per-axis scales of an empty tensor */
@@ -333,19 +343,20 @@ static enum qp_status read_qparams(hid_t ds, struct qp_tensor *t, const char *wh
     int64_t *block = NULL;
     size_t n, nz, na, nb;
     enum qp_status st = num_attr(ds, "scale", H5T_NATIVE_FLOAT, sizeof *scale,
-                                 max ? max : 1, (void **)&scale, &n, what, err);
+                                 max ? max : 1, fsize, (void **)&scale, &n,
+                                 what, err);
     if (st || !n)
         return st;
     if (!(st = num_attr(ds, "zero_point", H5T_NATIVE_INT32, sizeof *zp, n,
-                        (void **)&zp, &nz, what, err)) && zp && nz != n)
+                        fsize, (void **)&zp, &nz, what, err)) && zp && nz != n)
         st = qp_fail(err, QP_E_FORMAT, "%s: attribute 'zero_point' has %zu "
                      "values, 'scale' has %zu", what, nz, n);
     if (!st)
-        st = num_attr(ds, "axis", H5T_NATIVE_INT32, sizeof *axis, 1,
+        st = num_attr(ds, "axis", H5T_NATIVE_INT32, sizeof *axis, 1, fsize,
                       (void **)&axis, &na, what, err);
     if (!st)
         st = num_attr(ds, "block_size", H5T_NATIVE_INT64, sizeof *block, 1,
-                      (void **)&block, &nb, what, err);
+                      fsize, (void **)&block, &nb, what, err);
     int ax = -1;
     int64_t bs = block ? *block : 0;
     if (!st && axis) {
@@ -365,13 +376,13 @@ static enum qp_status read_qparams(hid_t ds, struct qp_tensor *t, const char *wh
     return st;
 }
 
-static enum qp_status push_ref(struct h5_reader *r, struct qp_dump *d,
+static enum qp_status push_ref(struct qp_h5_reader *r, struct qp_dump *d,
                                const char *path, struct qp_tensor *t,
                                struct qp_error *err)
 {
     if (r->n == r->cap) {
         size_t cap = r->cap ? 2 * r->cap : 64;
-        struct h5_ref *nr = realloc(r->refs, cap * sizeof *nr);
+        struct qp_h5_ref *nr = realloc(r->refs, cap * sizeof *nr);
         struct qp_tensor **ne = nr ? realloc(d->entries, cap * sizeof *ne) : NULL;
         if (nr)
             r->refs = nr;
@@ -383,13 +394,13 @@ static enum qp_status push_ref(struct h5_reader *r, struct qp_dump *d,
     char *p = strdup(path);
     if (!p)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    r->refs[r->n++] = (struct h5_ref){p, t->dtype};
+    r->refs[r->n++] = (struct qp_h5_ref){p, t->dtype};
     d->entries[d->count++] = t;
     return QP_OK;
 }
 
 /* The descriptor of dataset `path` (relative to the root). */
-static enum qp_status add_dataset(struct qp_dump *d, struct h5_reader *r,
+static enum qp_status add_dataset(struct qp_dump *d, struct qp_h5_reader *r,
                                   const char *path, struct qp_error *err)
 {
     char what[700];
@@ -440,7 +451,7 @@ static enum qp_status add_dataset(struct qp_dump *d, struct h5_reader *r,
     if (!st)
         st = qp_tensor_new_desc(name ? name : path, dtype, ndim, shape, &desc, err);
     if (!st && qp_dtype_is_int(dtype))
-        st = read_qparams(ds, desc, what, err);
+        st = read_qparams(ds, desc, r->size, what, err);
     if (!st && layout)
         st = qp_tensor_set_layout(desc, layout, err);
     if (!st)
@@ -492,11 +503,11 @@ static void names_free(struct names *l)
     free(l->v);
 }
 
-static enum qp_status walk(struct qp_dump *d, struct h5_reader *r,
+static enum qp_status walk(struct qp_dump *d, struct qp_h5_reader *r,
                            const char *gpath, int depth, struct qp_error *err);
 
 /* Visits link `name` of group gpath: a dataset or a group to descend. */
-static enum qp_status visit(struct qp_dump *d, struct h5_reader *r,
+static enum qp_status visit(struct qp_dump *d, struct qp_h5_reader *r,
                             const char *gpath, const char *name, int depth,
                             struct qp_error *err)
 {
@@ -537,7 +548,7 @@ static enum qp_status visit(struct qp_dump *d, struct h5_reader *r,
 }
 
 /* Lists group gpath ("" for the root): creation order when tracked. */
-static enum qp_status walk(struct qp_dump *d, struct h5_reader *r,
+static enum qp_status walk(struct qp_dump *d, struct qp_h5_reader *r,
                            const char *gpath, int depth, struct qp_error *err)
 {
     if (depth > 64)
@@ -585,7 +596,7 @@ static herr_t collect_attr(hid_t obj, const char *name, const H5A_info_t *info,
 }
 
 /* Root string attributes are the dump's metadata; others are skipped. */
-static enum qp_status read_meta(struct qp_dump *d, struct h5_reader *r,
+static enum qp_status read_meta(struct qp_dump *d, struct qp_h5_reader *r,
                                 struct qp_error *err)
 {
     hid_t root = H5Gopen2(r->file, "/", H5P_DEFAULT);
@@ -617,100 +628,54 @@ static enum qp_status read_meta(struct qp_dump *d, struct h5_reader *r,
     return st;
 }
 
-static void h5_close(struct qp_dump *d)
+void qp_h5_reader_release(struct qp_h5_reader *r)
 {
-    struct h5_reader *r = d->impl;
-    if (!r)
-        return;
     if (r->file >= 0)
         H5Fclose(r->file);
     for (size_t i = 0; i < r->n; i++)
         free(r->refs[i].path);
     free(r->refs);
     free(r->groups);
-    free(r);
-    d->impl = NULL;
+    memset(r, 0, sizeof *r);
+    r->file = H5I_INVALID_HID;
 }
 
-static enum qp_status h5_open(struct qp_dump *d, struct qp_error *err)
+/* Opens r->image (copied by libhdf5) through the in-memory driver. */
+static hid_t open_image(const char *name, struct qp_h5_reader *r)
+{
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), f = H5I_INVALID_HID;
+    if (fapl >= 0 && H5Pset_fapl_core(fapl, 1 << 16, 0) >= 0 &&
+        H5Pset_file_image(fapl, (void *)r->image, r->image_size) >= 0)
+        f = H5Fopen(name, H5F_ACC_RDONLY, fapl);
+    qp_h5_close(1, &fapl);
+    r->image = NULL;
+    return f;
+}
+
+enum qp_status qp_h5_reader_open(struct qp_dump *d, struct qp_h5_reader *r,
+                                 struct qp_error *err)
 {
     qp_h5_quiet();
-    struct stat sb;
-    if (stat(d->path, &sb) != 0 || !S_ISREG(sb.st_mode))
-        return qp_fail(err, QP_E_IO, "'%s': cannot open: not a readable file",
-                       d->path);
-    struct h5_reader *r = calloc(1, sizeof *r);
-    if (!r)
-        return qp_fail(err, QP_E_NOMEM, "out of memory");
-    r->file = H5I_INVALID_HID;
-    d->impl = r;
     char what[600];
     snprintf(what, sizeof what, "'%s': cannot open as HDF5", d->path);
-    if (H5Fis_hdf5(d->path) <= 0) {
-        H5Eclear2(H5E_DEFAULT);
-        return qp_fail(err, QP_E_FORMAT, "%s: not an HDF5 file", what);
+    if (r->image) {
+        r->file = open_image(d->path, r);
+    } else {
+        r->file = H5I_INVALID_HID;
+        struct stat sb;
+        if (stat(d->path, &sb) != 0 || !S_ISREG(sb.st_mode))
+            return qp_fail(err, QP_E_IO, "'%s': cannot open: not a readable "
+                           "file", d->path);
+        if (H5Fis_hdf5(d->path) <= 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return qp_fail(err, QP_E_FORMAT, "%s: not an HDF5 file", what);
+        }
+        r->file = H5Fopen(d->path, H5F_ACC_RDONLY, H5P_DEFAULT);
     }
-    if ((r->file = H5Fopen(d->path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
+    if (r->file < 0 || H5Fget_filesize(r->file, &r->size) < 0)
         return qp_h5_fail(err, QP_E_FORMAT, what);
     enum qp_status st = walk(d, r, "", 0, err);
     if (!st)
         st = read_meta(d, r, err);
     return st;
 }
-
-/* Packs the unpacked values of a 2/3/4-bit dataset, checking their range. */
-static enum qp_status pack(const char *what, const int32_t *v, size_t n,
-                           struct qp_tensor *t, struct qp_error *err)
-{
-    const struct qp_dtype_traits *tr = qp_dtype_traits(t->dtype);
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] < tr->min || v[i] > tr->max)
-            return qp_fail(err, QP_E_FORMAT, "%s: value %d at element %zu is "
-                           "outside %s", what, (int)v[i], i, tr->name);
-        qp_packed_set(t->dtype, t->data, i, v[i]);
-    }
-    return QP_OK;
-}
-
-static enum qp_status h5_load(struct qp_dump *d, size_t i, struct qp_tensor **out,
-                              struct qp_error *err)
-{
-    qp_h5_quiet();
-    struct h5_reader *r = d->impl;
-    const struct h5_ref *ref = &r->refs[i];
-    char what[700];
-    snprintf(what, sizeof what, "'%s': dataset '%s'", d->path, ref->path);
-    hid_t ds = H5Dopen2(r->file, ref->path, H5P_DEFAULT);
-    hid_t sp = ds < 0 ? H5I_INVALID_HID : H5Dget_space(ds);
-    int ndim = sp < 0 ? -1 : H5Sget_simple_extent_ndims(sp);
-    hsize_t dims[H5S_MAX_RANK];
-    int64_t shape[QP_MAX_DIMS];
-    enum qp_status st = ndim < 0 || ndim > QP_MAX_DIMS ||
-                                H5Sget_simple_extent_dims(sp, dims, NULL) < 0
-                            ? qp_h5_fail(err, QP_E_FORMAT, what)
-                            : QP_OK;
-    for (int k = 0; !st && k < ndim; k++)
-        shape[k] = (int64_t)dims[k];
-    if (!st)
-        st = qp_tensor_new(ref->path, ref->dtype, ndim, shape, out, err);
-    bool packed = !st && qp_dtype_is_packed(ref->dtype);
-    size_t n = st ? 0 : qp_tensor_numel(*out);
-    int32_t *tmp = packed ? malloc(n * sizeof *tmp + 1) : NULL;
-    hid_t mem = packed ? H5Tcopy(H5T_NATIVE_INT32) : qp_h5_type(ref->dtype);
-    if (!st && (mem < 0 || (packed && !tmp)))
-        st = qp_fail(err, QP_E_NOMEM, "out of memory");
-    if (!st && n && H5Dread(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                            packed ? (void *)tmp : (*out)->data) < 0)
-        st = qp_h5_fail(err, QP_E_FORMAT, what);
-    if (!st && packed)
-        st = pack(what, tmp, n, *out, err);
-    free(tmp);
-    qp_h5_close(3, (hid_t[]){mem, sp, ds});
-    if (st) {
-        qp_tensor_free(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
-const struct qp_dump_ops qp_dump_ops_hdf5 = {"h5", h5_open, h5_load, h5_close};

@@ -24,9 +24,15 @@
  * things by them.
  *
  * HDF5's own error printing is turned off; its failures become messages
- * naming the file and dataset. The writer creates the file under a
- * temporary name (core/outfile.h) with the 1.8 file format, so that
- * attributes over 64 KiB (many block scales) can be stored. */
+ * naming the file and dataset. Files are read by a worker process
+ * (formats/hdf5-worker.c): libhdf5 1.10 crashes and hangs on hostile
+ * files, and such a file then fails with "the HDF5 library crashed ...:
+ * the file is malformed". Before a dataset is read, the bytes the file
+ * stores for it (expanded as far as its filters can) must cover what it
+ * declares, and data in other files (external storage, virtual datasets)
+ * is not read. The writer creates the file under a temporary name
+ * (core/outfile.h) with the 1.8 file format, so that attributes over 64
+ * KiB (many block scales) can be stored. */
 #ifndef QP_FORMATS_HDF5_H
 #define QP_FORMATS_HDF5_H
 
@@ -39,7 +45,9 @@
 /* Turns off HDF5's printing of its error stack (for this thread). */
 void qp_h5_quiet(void);
 
-/* Fails with status and "<prefix>: <HDF5's innermost error message>". */
+/* Fails with status and "<prefix>: <HDF5's innermost error message>", or
+ * "<prefix>: <strerror>" when a system call failed (ENOSPC, EIO): never
+ * HDF5's own record of it, which names temporary files and buffers. */
 enum qp_status qp_h5_fail(struct qp_error *err, enum qp_status status,
                           const char *prefix);
 
@@ -50,6 +58,15 @@ void qp_h5_close(size_t n, const hid_t *ids);
  * carrier), little-endian; the caller closes it. H5I_INVALID_HID on
  * failure. */
 hid_t qp_h5_type(enum qp_dtype dtype);
+
+/* Opens an HDF5 file image (size bytes at image, copied) as a dump read
+ * as QP_DUMP_HDF5 reads a file, name standing for the path in messages:
+ * the same reading code without a file (tests, fuzzing). *out as
+ * qp_dump_open gives it. */
+struct qp_dump;
+enum qp_status qp_h5_open_image(const char *name, const void *image,
+                                size_t size, struct qp_dump **out,
+                                struct qp_error *err);
 
 /* Writes a scalar variable-length UTF-8 string attribute. */
 enum qp_status qp_h5_put_str_attr(hid_t obj, const char *name, const char *value,

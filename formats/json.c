@@ -12,6 +12,62 @@
 static inline cJSON *J(const struct qp_json *n) { return (cJSON *)n; }
 static inline struct qp_json *Q(cJSON *n) { return (struct qp_json *)n; }
 
+static int cmp_key(const void *a, const void *b)
+{
+    return strcmp((*(const cJSON *const *)a)->string,
+                  (*(const cJSON *const *)b)->string);
+}
+
+/* Appends the member or element `c` of a container to the location text
+ * `at` (e.g. "layers"[2]), truncating quietly. */
+static void locate(char *at, size_t size, const cJSON *c, int index)
+{
+    size_t n = strlen(at);
+    if (n + 1 >= size)
+        return;
+    if (c->string)
+        snprintf(at + n, size - n, "%s\"%.100s\"", n ? "." : "", c->string);
+    else
+        snprintf(at + n, size - n, "[%d]", index);
+}
+
+/* Refuses an object, anywhere below node, whose members repeat a key
+ * (cJSON keeps both and its lookups find the first). */
+static enum qp_status unique_keys(const cJSON *node, const char *what,
+                                  char *at, size_t size, struct qp_error *err)
+{
+    if (!cJSON_IsArray(node) && !cJSON_IsObject(node))
+        return QP_OK;
+    size_t n = 0, len = strlen(at);
+    for (const cJSON *c = node->child; c; c = c->next)
+        n++;
+    enum qp_status st = QP_OK;
+    if (cJSON_IsObject(node) && n > 1) {
+        const cJSON **v = malloc(n * sizeof *v);
+        if (!v)
+            return qp_fail(err, QP_E_NOMEM, "out of memory");
+        size_t k = 0;
+        for (const cJSON *c = node->child; c; c = c->next)
+            v[k++] = c;
+        qsort(v, n, sizeof *v, cmp_key);
+        for (k = 1; k < n && !st; k++)
+            if (!strcmp(v[k - 1]->string, v[k]->string))
+                st = qp_fail(err, QP_E_FORMAT, "%s: key \"%.200s\" appears "
+                             "twice in %s", what, v[k]->string,
+                             *at ? at : "the top-level object");
+        free(v);
+    }
+    int i = 0;
+    for (const cJSON *c = node->child; c && !st; c = c->next, i++) {
+        if (!cJSON_IsArray(c) && !cJSON_IsObject(c))
+            continue;
+        locate(at, size, c, i);
+        st = unique_keys(c, what, at, size, err);
+        at[len] = '\0';
+    }
+    return st;
+}
+
 enum qp_status qp_json_parse(const char *text, const char *what,
                              struct qp_json **root, struct qp_error *err)
 {
@@ -31,6 +87,13 @@ enum qp_status qp_json_parse(const char *text, const char *what,
         *root = NULL;
         return qp_fail(err, QP_E_FORMAT, "%s: invalid JSON at line %d, column %d",
                        what, line, col);
+    }
+    char at[512] = "";
+    enum qp_status st = unique_keys(r, what, at, sizeof at, err);
+    if (st) {
+        cJSON_Delete(r);
+        *root = NULL;
+        return st;
     }
     *root = Q(r);
     return QP_OK;

@@ -25,8 +25,10 @@ enum qp_json_type {
 };
 
 /* Parses text (NUL-terminated); `what` names it in messages ("'f.json'").
- * QP_E_FORMAT with line and column on a syntax error. *root belongs to the
- * caller (qp_json_free). */
+ * QP_E_FORMAT with line and column on a syntax error, and for an object
+ * (at any depth) that repeats a key: 'f.json': key "k" appears twice in
+ * "layers" (JSON allows it, but which value counts is a reader's guess).
+ * *root belongs to the caller (qp_json_free). */
 enum qp_status qp_json_parse(const char *text, const char *what,
                              struct qp_json **root, struct qp_error *err);
 

@@ -1,6 +1,7 @@
 #include "formats/npy.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,7 +340,8 @@ enum qp_status qp_fmt_npy_write(FILE *fp, const struct qp_tensor *t,
         fwrite(dict, 1, (size_t)n, fp) != (size_t)n ||
         fwrite(pad, 1, npad, fp) != npad || fputc('\n', fp) == EOF ||
         (t->nbytes && fwrite(t->data, 1, t->nbytes, fp) != t->nbytes))
-        return qp_fail(err, QP_E_IO, "tensor '%s': write failed", t->name);
+        return qp_fail(err, QP_E_IO, "tensor '%s': write failed: %s", t->name,
+                       strerror(errno));
     return QP_OK;
 }
 

@@ -330,11 +330,14 @@ static enum qp_status npzw_open(struct qp_dump_writer *w, struct qp_error *err)
     struct npz_writer *nw = calloc(1, sizeof *nw);
     if (!nw)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    enum qp_status st = qp_outdir_open(w->path, &nw->od, err);
+    char *home = qp_outfile_temp_home(w->path);
+    enum qp_status st = home ? qp_outdir_open(home, &nw->od, err)
+                             : qp_fail(err, QP_E_NOMEM, "out of memory");
+    free(home);
     if (!st && !(nw->data_path = qp_path_join(nw->od->tmp_path, "members")))
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     if (!st && !(nw->data = fopen(nw->data_path, "wb")))
-        st = qp_fail(err, QP_E_IO, "'%s': cannot write: %s", nw->data_path,
+        st = qp_fail(err, QP_E_IO, "'%s': cannot write: %s", w->path,
                      strerror(errno));
     if (st) {
         npzw_free(nw);
@@ -425,17 +428,18 @@ static enum qp_status npzw_commit(struct qp_dump_writer *w, struct qp_error *err
 {
     struct npz_writer *nw = w->impl;
     enum qp_status st = QP_OK;
-    int bad = fclose(nw->data);
+    int bad = ferror(nw->data) | fclose(nw->data);
     nw->data = NULL;
     char *archive = qp_path_join(nw->od->tmp_path, "archive.npz");
     if (bad)
-        st = qp_fail(err, QP_E_IO, "'%s': write failed", w->path);
+        st = qp_fail(err, QP_E_IO, "'%s': write failed: %s", w->path,
+                     strerror(errno));
     else if (!archive)
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     int code = 0;
     zip_t *za = st ? NULL : zip_open(archive, ZIP_CREATE | ZIP_EXCL, &code);
     if (!st && !za)
-        st = zip_open_error(archive, code, err);
+        st = zip_open_error(w->path, code, err);
     if (!st && (st = add_members(w, za, err)))
         zip_discard(za);
     else if (!st && zip_close(za) != 0) {
@@ -445,12 +449,14 @@ static enum qp_status npzw_commit(struct qp_dump_writer *w, struct qp_error *err
     }
     if (!st) { /* durable, then in place */
         int fd = open(archive, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || fsync(fd) != 0 || rename(archive, w->path) != 0)
-            st = qp_fail(err, QP_E_IO, "'%s': cannot put the archive in place: %s",
+        if (fd < 0 || fsync(fd) != 0)
+            st = qp_fail(err, QP_E_IO, "'%s': cannot write the archive: %s",
                          w->path, strerror(errno));
         if (fd >= 0)
             close(fd);
     }
+    if (!st)
+        st = qp_outfile_place(archive, w->path, err);
     free(archive);
     npzw_free(nw);
     return st;

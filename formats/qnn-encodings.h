@@ -67,4 +67,35 @@ void qp_qnn_encodings_release(struct qp_qnn_encodings *e);
  * bytes). collapse: a run of other characters becomes one '_'. */
 void qp_qnn_mangle(const char *name, bool collapse, char *out);
 
+/* ---- writing (formats/qnn-encodings-write.c) ------------------------------
+ *
+ * The legacy shape above, version "0.6.1" of AIMET's encoding format
+ * specification (AIMET docs, "Encoding Format Specification"): one list
+ * of encodings per tensor name (one per channel), each
+ *   {"bitwidth": B, "dtype": "int", "is_symmetric": "True"|"False",
+ *    "max": M, "min": m, "offset": O, "scale": S}
+ * on AIMET's unsigned grid q in [0, 2^B - 1], real = S * (q + O): O is
+ * minus the zero point on that grid (a signed symmetric tensor's zero
+ * point 0 is 2^(B-1) there, so O = -2^(B-1)), m = O * S and
+ * M = (O + 2^B - 1) * S, computed in double from the float scale. A
+ * float tensor is {"bitwidth": B, "dtype": "float"}. */
+
+struct qp_qnn_enc_entry {
+    const char *name;
+    bool param;                /* param_encodings, else activation_encodings */
+    bool is_float;             /* dtype "float": bitwidth only */
+    int bitwidth;              /* 1..32 */
+    bool symmetric;
+    size_t count;              /* 1 per tensor, else one per channel */
+    const float *scale;        /* [count] */
+    const int32_t *zero_point; /* [count], on the unsigned grid */
+};
+
+/* Writes entries e[0..n) to path atomically. QP_E_INVAL names an entry
+ * that appears twice in its group, has a bitwidth outside 1..32, a scale
+ * that is not finite and positive, or a zero point outside its grid. */
+enum qp_status qp_qnn_encodings_save(const char *path,
+                                     const struct qp_qnn_enc_entry *e, size_t n,
+                                     struct qp_error *err);
+
 #endif

@@ -46,15 +46,17 @@ static enum qp_status stw_open(struct qp_dump_writer *w, struct qp_error *err)
     struct st_writer *sw = calloc(1, sizeof *sw);
     if (!sw)
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    size_t len = strlen(w->path) + sizeof ".data";
-    char *dpath = malloc(len);
+    char *home = qp_outfile_temp_home(w->path);
+    size_t len = home ? strlen(home) + sizeof ".data" : 0;
+    char *dpath = home ? malloc(len) : NULL;
     enum qp_status st = dpath ? qp_outfile_open(w->path, &sw->of, err)
                               : qp_fail(err, QP_E_NOMEM, "out of memory");
     if (!st) {
-        snprintf(dpath, len, "%s.data", w->path);
+        snprintf(dpath, len, "%s.data", home);
         st = qp_outfile_open(dpath, &sw->data, err);
     }
     free(dpath);
+    free(home);
     if (st) {
         writer_free(sw);
         return st;

@@ -10,7 +10,12 @@
  *              (zp - zp) * w = 0 exactly as a skipped tap) times the
  *              group's packed OHWI filter; 1x1 stride-1 unpadded
  *              convolutions read the NHWC input as the GEMM's A directly
- *   ref        the reference, when neither applies
+ *   nchw       NCHW with one group, on the 1-byte micro-kernels: the
+ *              weights times packed input columns, straight from NCHW to
+ *              NCHW (kernels/conv-s8-nchw.h); NCHW depthwise runs the
+ *              depthwise pixel kernel along rows of each plane
+ *              (kernels/depthwise-s8-nchw.h)
+ *   ref        the reference, when none applies
  *
  * NCHW runs the same paths on an NHWC copy of the input (and an OHWI copy
  * of the filter) and transposes the output back. */
@@ -22,12 +27,14 @@
 
 #include "core/parallel.h"
 #include "core/size.h"
+#include "kernels/conv-s8-nchw.h"
+#include "kernels/depthwise-s8-nchw.h"
 #include "kernels/depthwise-s8.h"
 #include "kernels/gemm-s8-ukernel.h"
 #include "kernels/gemm-s8.h"
 #include "kernels/kern-util.h"
 
-enum { CONV_REF = 0, CONV_GEMM, CONV_DEPTHWISE };
+enum { CONV_REF = 0, CONV_GEMM, CONV_DEPTHWISE, CONV_NCHW };
 
 #define ALIGN 64
 
@@ -50,6 +57,9 @@ void qp_conv_s8_release(struct qp_conv_s8 *c)
     if (c->dw)
         qp_dw_s8_release(c->dw);
     free(c->dw);
+    if (c->nchw)
+        qp_conv_s8_nchw_release(c->nchw);
+    free(c->nchw);
     free(c->filter);
     free(c->bias);
     free(c->filter_zp);
@@ -63,6 +73,8 @@ const char *qp_conv_s8_variant(const struct qp_conv_s8 *c, char *buf,
         snprintf(buf, size, "gemm/%s", qp_gemm_s8_variant(&c->gemm[0]));
     else if (c->mode == CONV_DEPTHWISE)
         snprintf(buf, size, "depthwise/%s", qp_dw_s8_variant(c->dw));
+    else if (c->mode == CONV_NCHW)
+        snprintf(buf, size, "nchw/%s", c->nchw->uk->name);
     else
         snprintf(buf, size, "ref");
     return buf;
@@ -209,6 +221,15 @@ enum qp_status qp_conv_s8_prepare(struct qp_conv_s8 *c,
     if (c->icg == 1 && p->groups == p->in_c && dwk) {
         c->mode = CONV_DEPTHWISE;
         st = prepare_depthwise(c, err);
+    } else if (qp_conv_s8_nchw_fits(c, uk) &&
+               zp_fits(p->in_dtype, p->input_zero_point)) {
+        c->mode = CONV_NCHW;
+        if (!(c->nchw = malloc(sizeof *c->nchw)))
+            st = qp_fail(err, QP_E_NOMEM, "conv: out of memory");
+        else if ((st = qp_conv_s8_nchw_prepare(c->nchw, c, uk, err))) {
+            free(c->nchw);
+            c->nchw = NULL;
+        }
     } else if (uk && zp_fits(p->in_dtype, p->input_zero_point)) {
         c->mode = CONV_GEMM;
         st = prepare_gemm(c, err);
@@ -252,10 +273,21 @@ static int run_threads(const struct qp_conv_s8 *c, size_t batch)
     return pixels / mr < (size_t)c->threads ? (int)(pixels / mr) : c->threads;
 }
 
+/* Depthwise on NCHW planes without transposes (kernels/depthwise-s8-nchw.h). */
+static bool dw_nchw(const struct qp_conv_s8 *c)
+{
+    return c->mode == CONV_DEPTHWISE && c->p.layout == QP_CONV_NCHW &&
+           qp_dw_s8_nchw_fits(c->dw);
+}
+
 size_t qp_conv_s8_scratch_size(const struct qp_conv_s8 *c, size_t batch)
 {
     if (c->mode == CONV_REF)
         return 0;
+    if (c->mode == CONV_NCHW)
+        return ALIGN + qp_conv_s8_nchw_scratch(c, batch);
+    if (dw_nchw(c))
+        return ALIGN + qp_dw_s8_nchw_scratch(c->dw, batch);
     size_t s = ALIGN + nchw_bytes(c, batch);
     if (c->mode == CONV_DEPTHWISE)
         return s + qp_dw_s8_scratch_size(c->dw, batch);
@@ -430,6 +462,14 @@ enum qp_status qp_conv_s8_run(const struct qp_conv_s8 *c, const void *input,
         return qp_fail(err, QP_E_INVAL, "conv: no scratch (needs %zu bytes)",
                        qp_conv_s8_scratch_size(c, batch));
     char *s = align_ptr(scratch);
+    if (c->mode == CONV_NCHW) {
+        qp_conv_s8_nchw_run(c, input, batch, output, s);
+        return QP_OK;
+    }
+    if (dw_nchw(c)) {
+        qp_dw_s8_nchw_run(c->dw, input, batch, output, s);
+        return QP_OK;
+    }
     const uint8_t *in = input;
     char *out = output;
     size_t hw = c->p.geom.in_h * c->p.geom.in_w, ohw = c->out_h * c->out_w;

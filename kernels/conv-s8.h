@@ -35,6 +35,7 @@
 
 struct qp_gemm_s8;
 struct qp_dw_s8;
+struct qp_conv_s8_nchw;
 
 enum qp_conv_layout {
     QP_CONV_NHWC = 0,
@@ -86,6 +87,7 @@ struct qp_conv_s8 {
     int32_t *bias, *filter_zp;       /* [out_c] */
     struct qp_gemm_s8 *gemm;         /* [groups] */
     struct qp_dw_s8 *dw;
+    struct qp_conv_s8_nchw *nchw;    /* NCHW without transposes */
     size_t rows;                     /* output pixels per im2col block */
 };
 

@@ -21,6 +21,17 @@ struct bufcache {
     size_t cap[CACHE_SLOTS];
     int n;
     size_t bytes; /* capacity held */
+    size_t floor; /* held up to this much whatever the live bytes */
+};
+
+/* What a run hands the next one (qp_exec_opts.buffers): its freed
+ * buffers and scratch, and half its peak of live activations (the next
+ * run's cache floor, so that the buffers are still there when it needs
+ * them: peak memory stays within 1.5x the larger run's live set). */
+struct qp_exec_buffers {
+    struct bufcache cache;
+    struct qp_scratch scratch;
+    size_t floor;
 };
 
 struct run {
@@ -30,6 +41,7 @@ struct run {
     bool *owned;               /* live[v] is ours to free */
     int *remaining;            /* consumers still to run */
     size_t live_bytes, peak;
+    size_t peak_live;          /* most bytes of live activations */
     struct qp_scratch scratch;
     struct bufcache cache;
     struct qp_pool *pool;      /* threads shared by the nodes' loops */
@@ -97,5 +109,12 @@ enum qp_status qp_run_fused(struct run *r, int pos, int len, int *done,
  * 0. */
 enum qp_status qp_run_conv_fused(struct run *r, int pos, int len, int *done,
                                  struct qp_error *err);
+
+/* ---- model/exec-span.c --------------------------------------------------- */
+
+/* Offers the hooks' run_span the nodes from order position pos (up to
+ * the first skipped one); *done receives how many it ran (0: none). */
+enum qp_status qp_run_span(struct run *r, int pos, int *done,
+                           struct qp_error *err);
 
 #endif

@@ -4,11 +4,11 @@
 #include <fnmatch.h>
 #include <malloc.h>
 #include <stdint.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "core/memlimit.h"
 #include "core/parallel.h"
 #include "model/exec-run.h"
 #include "model/fuse.h"
@@ -51,6 +51,7 @@ static void cache_put(struct bufcache *c, void *p, size_t live)
     c->cap[c->n] = malloc_usable_size(p);
     c->bytes += c->cap[c->n++];
     size_t limit = live / 2 > CACHE_MIN_BYTES ? live / 2 : CACHE_MIN_BYTES;
+    limit = limit > c->floor ? limit : c->floor;
     while (c->n && c->bytes > limit)
         cache_drop_oldest(c);
 }
@@ -63,16 +64,48 @@ static void cache_release(struct bufcache *c)
     c->bytes = 0;
 }
 
-/* Bytes of physical memory: no single buffer of a run may be larger (a
- * model whose shapes ask for more fails with a message instead of a
- * failed or overcommitted allocation). */
-static size_t physical_bytes(void)
+enum qp_status qp_exec_buffers_new(struct qp_exec_buffers **out,
+                                   struct qp_error *err)
 {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0)
-        return SIZE_MAX;
-    return (size_t)pages > SIZE_MAX / (size_t)page ? SIZE_MAX
-                                                   : (size_t)pages * (size_t)page;
+    if (!(*out = calloc(1, sizeof **out)))
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    return QP_OK;
+}
+
+void qp_exec_buffers_free(struct qp_exec_buffers *b)
+{
+    if (!b)
+        return;
+    cache_release(&b->cache);
+    qp_scratch_release(&b->scratch);
+    free(b);
+}
+
+/* The run takes the buffers b kept (NULL: none). */
+static void buffers_take(struct run *r, struct qp_exec_buffers *b)
+{
+    if (!b)
+        return;
+    r->cache = b->cache;
+    r->cache.floor = b->floor;
+    r->scratch.buf = b->scratch.buf;
+    r->scratch.cap = b->scratch.cap;
+    memset(&b->cache, 0, sizeof b->cache);
+    memset(&b->scratch, 0, sizeof b->scratch);
+}
+
+/* The run's buffers go to b (or are freed without b). */
+static void buffers_give(struct run *r, struct qp_exec_buffers *b)
+{
+    if (!b) {
+        qp_scratch_release(&r->scratch);
+        cache_release(&r->cache);
+        return;
+    }
+    b->cache = r->cache;
+    b->scratch.buf = r->scratch.buf;
+    b->scratch.cap = r->scratch.cap;
+    b->floor = r->peak_live / 2;
 }
 
 /* A tensor with uninitialized owned data (from the cache when it fits). */
@@ -86,15 +119,14 @@ enum qp_status qp_run_new_tensor(struct bufcache *c, const char *name,
         return st;
     struct qp_tensor *t = *out;
     size_t n = t->nbytes ? t->nbytes : 1;
-    if (n > physical_bytes()) {
-        char shape[128];
-        qp_shape_str(t->ndim, t->shape, shape, sizeof shape);
+    char what[300], shape[128];
+    qp_shape_str(t->ndim, t->shape, shape, sizeof shape);
+    snprintf(what, sizeof what, "tensor '%.150s' %s %s", name,
+             qp_dtype_name(d->dtype), shape);
+    if ((st = qp_mem_check(what, n, err))) {
         qp_tensor_free(t);
         *out = NULL;
-        return qp_fail(err, QP_E_NOMEM, "tensor '%s' %s %s needs %.3g GB, more "
-                       "than this machine's %.3g GB of memory", name,
-                       qp_dtype_name(d->dtype), shape, (double)n / 1e9,
-                       (double)physical_bytes() / 1e9);
+        return st;
     }
     t->data = cache_get(c, n);
     if (!t->data)
@@ -124,9 +156,7 @@ void qp_run_free_tensor(struct bufcache *c, struct qp_tensor *t, size_t live)
 void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes)
 {
     struct qp_scratch *s = c->scratch;
-    if (!s)
-        return NULL;
-    if (bytes > physical_bytes())
+    if (!s || qp_mem_check("scratch", bytes, NULL))
         return NULL; /* callers report it as out of memory */
     if (bytes > s->cap) {
         /* contents need not survive: free first to keep the peak low */
@@ -135,6 +165,38 @@ void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes)
         s->cap = s->buf ? bytes : 0;
     }
     return s->buf;
+}
+
+enum qp_status qp_op_scratch_get(const struct qp_op_ctx *c, size_t bytes,
+                                 void **out, struct qp_error *err)
+{
+    struct qp_error e;
+    if (qp_mem_check("scratch", bytes, &e))
+        return qp_op_fail(err, c, e.status, "%s", e.msg);
+    if (!(*out = qp_op_scratch(c, bytes)))
+        return qp_op_fail(err, c, QP_E_NOMEM, "cannot allocate %zu bytes of "
+                          "scratch", bytes);
+    return QP_OK;
+}
+
+/* The run of c, when c belongs to one. */
+static struct run *ctx_run(const struct qp_op_ctx *c)
+{
+    return c->scratch ? c->scratch->run : NULL;
+}
+
+enum qp_status qp_op_new_tensor(const struct qp_op_ctx *c, const char *name,
+                                const struct qp_tdesc *d,
+                                struct qp_tensor **out, struct qp_error *err)
+{
+    struct run *r = ctx_run(c);
+    return qp_run_new_tensor(r ? &r->cache : NULL, name, d, out, err);
+}
+
+void qp_op_free_tensor(const struct qp_op_ctx *c, struct qp_tensor *t)
+{
+    struct run *r = ctx_run(c);
+    qp_run_free_tensor(r ? &r->cache : NULL, t, r ? r->live_bytes : 0);
 }
 
 void qp_scratch_release(struct qp_scratch *s)
@@ -169,7 +231,7 @@ static enum qp_status alloc_outputs(const struct qp_op_ctx *c,
         st = qp_run_new_tensor(cache, qp_run_value_name(c->g, n->out[k]), &desc[k], &out[k],
                         err);
         if (st)
-            return qp_error_prefix(err, "%s", c->n->name);
+            return qp_error_prefix(err, "%s: ", c->n->name);
     }
     return QP_OK;
 }
@@ -182,11 +244,28 @@ static void free_outputs(struct qp_tensor **out, int n)
     }
 }
 
+/* Runs node c->n into its allocated outputs, unless every output is empty:
+ * then there is nothing to compute, and an operator must not loop over
+ * the rows of an empty tensor whose other dims are huge ([2^31, 0]). */
+static enum qp_status run_def(const struct qp_op_ctx *c, struct qp_tensor **out,
+                              struct qp_error *err)
+{
+    bool empty = c->n->n_out > 0;
+    for (int k = 0; k < c->n->n_out && empty; k++)
+        empty = !qp_tensor_numel(out[k]);
+    return empty ? QP_OK : c->n->def->run(c, out, err);
+}
+
 static enum qp_status check_input_data(const struct qp_op_ctx *c,
                                        struct qp_error *err)
 {
+    /* packed weights are for operators that take integer weights */
+    bool qweight = c->n->def->traits & QP_TRAIT_QWEIGHT;
+    bool packed = c->n->def->traits & QP_TRAIT_PACKED_IN;
     for (int k = 0; k < c->n_in; k++)
-        if (c->in[k] && !qp_elem_size(c->in[k]->dtype))
+        if (c->in[k] && !qp_elem_size(c->in[k]->dtype) && !(qweight && k == 1) &&
+            !(k != 1 && packed && (c->in[k]->dtype == QP_DTYPE_I4 ||
+                                    c->in[k]->dtype == QP_DTYPE_U4)))
             return qp_op_fail(err, c, QP_E_UNSUPPORTED, "input %d is %s, which "
                               "the runtime does not handle", k,
                               qp_dtype_name(c->in[k]->dtype));
@@ -201,10 +280,11 @@ static enum qp_status exec_ctx(const struct qp_op_ctx *c, struct qp_tensor **out
     for (int k = 0; k < n->n_out; k++)
         out[k] = NULL;
     enum qp_status st = check_input_data(c, err);
+    struct run *r = ctx_run(c);
     if (!st)
-        st = alloc_outputs(c, NULL, out, err);
+        st = alloc_outputs(c, r ? &r->cache : NULL, out, err);
     if (!st)
-        st = n->def->run(c, out, err);
+        st = run_def(c, out, err);
     if (st)
         free_outputs(out, n->n_out);
     return st;
@@ -241,6 +321,8 @@ void qp_run_track_peak(struct run *r)
     size_t now = r->live_bytes + r->scratch.cap + r->cache.bytes;
     if (now > r->peak)
         r->peak = now;
+    if (r->live_bytes > r->peak_live)
+        r->peak_live = r->live_bytes;
 }
 
 static void drop(struct run *r, int v)
@@ -343,6 +425,17 @@ static enum qp_status feed_inputs(struct run *r,
     return QP_OK;
 }
 
+/* The mapped pages of constant v, when node is its last reader. */
+static void release_const(const struct qp_graph *g, int v, int node)
+{
+    const struct qp_value *val = &g->values[v];
+    const struct qp_tensor *t = val->konst;
+    if (!t->map || !val->n_consumers || val->consumers[val->n_consumers - 1] != node)
+        return;
+    size_t off = (size_t)((const unsigned char *)t->data - t->map->data);
+    qp_mmap_release_range(t->map, off, t->nbytes);
+}
+
 /* Counts node's read of each of its inputs; frees those whose last
  * consumer it was. */
 void qp_run_release_inputs(struct run *r, int node)
@@ -351,6 +444,8 @@ void qp_run_release_inputs(struct run *r, int node)
     const struct qp_node *n = &g->nodes[node];
     for (int k = 0; k < n->n_in; k++) {
         int v = n->in[k];
+        if (v >= 0 && g->values[v].konst && r->opts && r->opts->release_consts)
+            release_const(g, v, node);
         if (v < 0 || g->values[v].konst || !r->live[v])
             continue;
         bool first = true;
@@ -394,7 +489,7 @@ static enum qp_status run_one(struct run *r, int node, struct qp_error *err)
         for (int k = 0; !st && k < n->n_out; k++)
             r->live_bytes += out[k]->nbytes;
         if (!st) {
-            st = n->def->run(&c, out, err);
+            st = run_def(&c, out, err);
             qp_run_track_peak(r); /* outputs, inputs and scratch all alive */
         }
         for (int k = 0; k < n->n_out; k++)
@@ -554,10 +649,15 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
     if (n_inputs != g->n_inputs)
         return qp_fail(err, QP_E_INVAL, "graph '%s' has %d inputs, %d given",
                        g->name, g->n_inputs, n_inputs);
-    struct run r = {g, opts, NULL, NULL, NULL, 0, 0, {0}, {{0}, {0}, 0, 0},
+    struct run r = {g, opts, NULL, NULL, NULL, 0, 0, 0, {0}, {{0}, {0}, 0, 0, 0},
                     qp_pool_new(0), tune, 0, 0};
-    /* the modes' hooks see every node */
-    bool fuse = !(tune && tune->no_fusion) && !(opts && opts->hooks);
+    buffers_take(&r, opts ? opts->buffers : NULL);
+    r.scratch.run = &r; /* hooks allocate from the run's buffers too */
+    /* the modes' hooks see every node, or fuse through run_span */
+    const struct qp_exec_hooks *h = opts ? opts->hooks : NULL;
+    bool fuse = !(tune && tune->no_fusion) && !h;
+    bool spans = !(tune && tune->no_fusion) && h && h->run_span &&
+                 !h->map_inputs && !h->after_node;
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
     r.live = calloc(nv, sizeof *r.live);
     r.owned = calloc(nv, sizeof *r.owned);
@@ -576,6 +676,8 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
             i++;
             continue;
         }
+        if (spans)
+            st = qp_run_span(&r, i, &done, err);
         if (fuse && i + 1 < g->n_nodes && qp_op_is_conv(&g->nodes[g->order[i]]) &&
             (len = unskipped(&r, i + 1, qp_run_candidates(g, i + 1))) > 0)
             st = qp_run_conv_fused(&r, i, len, &done, err);
@@ -602,8 +704,7 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
         stats->nodes_run = r.ran;
         stats->nodes_skipped = r.ran_skipped;
     }
-    qp_scratch_release(&r.scratch);
-    cache_release(&r.cache);
+    buffers_give(&r, opts ? opts->buffers : NULL);
     qp_pool_free(r.pool);
     free(r.live);
     free(r.owned);

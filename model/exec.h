@@ -21,6 +21,8 @@
 #include "model/graph.h"
 #include "model/op.h"
 
+struct qp_exec_span; /* model/exec-span.h */
+
 struct qp_exec_hooks {
     /* Called before node runs. May compute the outputs itself: then it
      * stores new tensors (owned by the executor from then on) in out[k]
@@ -46,6 +48,14 @@ struct qp_exec_hooks {
                                  const struct qp_tensor **in,
                                  struct qp_error *err);
     void *ctx;
+    /* Optional: runs several nodes as one pass (the int mode's composed
+     * lookup tables). Called while fusion is on and map_inputs and
+     * after_node are NULL, before a node that is about to run (not
+     * skipped): may run it and nodes after it as model/exec-span.h says,
+     * and sets *done to how many ran (0: none; the node then runs alone
+     * through run_node). */
+    enum qp_status (*run_span)(void *ctx, struct qp_exec_span *s, int *done,
+                               struct qp_error *err);
 };
 
 struct qp_exec_opts {
@@ -77,7 +87,26 @@ struct qp_exec_opts {
     void *release_ctx;
     /* handed to every operator as qp_op_ctx.state (model/op.h) */
     void *state;
+    /* after the last node reading a constant that lies in a mapped file
+     * ran, the constant's pages are released (core/mmap.h): a model whose
+     * weights exceed memory runs with the resident set of a few layers
+     * (the next run reads them from the file again) */
+    bool release_consts;
+    /* NULL, or buffers kept from the previous run that used them and
+     * handed to the next (qp_exec_buffers_new) */
+    struct qp_exec_buffers *buffers;
 };
+
+/* Activation buffers and scratch that runs hand on to the next run
+ * (qp_exec_opts.buffers): without them every run starts with fresh
+ * memory, whose pages the system faults in again (the C library returns
+ * what a run freed when it ends). For callers that run graphs many times
+ * (a session, a benchmark); one run at a time may use them. *out belongs
+ * to the caller (qp_exec_buffers_free). */
+struct qp_exec_buffers;
+enum qp_status qp_exec_buffers_new(struct qp_exec_buffers **out,
+                                   struct qp_error *err);
+void qp_exec_buffers_free(struct qp_exec_buffers *b);
 
 struct qp_exec_stats {
     size_t peak_bytes;   /* most bytes of activations + scratch alive */
@@ -117,8 +146,8 @@ struct qp_exec_tune {
 };
 
 /* qp_exec_run with tune (NULL: the defaults, as qp_exec_run). Fusion is
- * on by default and off whenever opts has hooks (the modes see every
- * node). A fused pass never materializes values that only its own nodes
+ * on by default; with hooks, the executor's own fusion is off (the modes
+ * see every node) and only the hooks' run_span fuses. A fused pass never materializes values that only its own nodes
  * read, unless they are captured: captured values, graph outputs and
  * values read elsewhere are all still produced, with the same bits. */
 enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
@@ -149,6 +178,7 @@ enum qp_status qp_exec_node_as(const struct qp_op_ctx *c,
 struct qp_scratch {
     void *buf;
     size_t cap;
+    void *run; /* the run's buffers (model/exec-run.h), NULL outside a run */
 };
 void qp_scratch_release(struct qp_scratch *s);
 

@@ -246,7 +246,13 @@ static enum qp_status run_node(struct wave *w, int i, struct qp_error *err)
                                        &w->o->assign->ws[i], &wo, false, &wq,
                                        err)))
             return st;
-        wt = wq->fake;
+        /* an operator that takes integer weights reads them (an LLM's
+         * float copy would be four times their size) unless a g_idx says
+         * their parameters do not describe them */
+        if (n->def->traits & QP_TRAIT_QWEIGHT && !wq->g_idx)
+            wt = wq->q;
+        else if ((st = qp_wcache_fake(w->o->wcache, wq, &wt, err)))
+            return st;
     }
     const struct qp_tensor *in[QP_OP_MAX_IO];
     struct qp_tensor *out[QP_OP_MAX_IO];

@@ -31,7 +31,8 @@ static enum qp_status push(struct pile *p, struct qp_tensor *t,
     return QP_OK;
 }
 
-/* Conforms t (from file) to graph input v: dtype and rank. */
+/* Conforms t (from file) to graph input v: dtype, rank and the dims
+ * but the batch one. */
 static enum qp_status conform(const struct qp_value *v, const char *file,
                               struct qp_tensor **t, struct qp_error *err)
 {
@@ -49,15 +50,28 @@ static enum qp_status conform(const struct qp_value *v, const char *file,
         enum qp_status st = qp_model_quantize_feed(v, t, err);
         return st ? qp_error_prefix(err, "'%s': ", file) : QP_OK;
     }
-    if (x->dtype == v->dtype)
-        return QP_OK;
     bool fl = qp_dtype_traits(x->dtype)->is_float &&
               qp_dtype_traits(v->dtype)->is_float;
-    if (!fl || x->qp || (v->dtype != QP_DTYPE_F32 && v->dtype != QP_DTYPE_F64))
+    if (x->dtype != v->dtype &&
+        (!fl || x->qp || (v->dtype != QP_DTYPE_F32 && v->dtype != QP_DTYPE_F64)))
         return qp_fail(err, QP_E_SHAPE, "'%s': tensor '%s' is %s, the model's "
                        "input '%s' is %s", file, x->name,
                        qp_dtype_name(x->dtype), v->name,
                        qp_dtype_name(v->dtype));
+    /* the batch dim is checked once the files are stacked */
+    bool ok = x->ndim == v->ndim;
+    for (int d = 1; ok && d < v->ndim; d++)
+        ok = v->shape[d] < 0 || v->shape[d] == x->shape[d];
+    if (!ok) {
+        char s0[128], s1[128];
+        qp_shape_str(x->ndim, x->shape, s0, sizeof s0);
+        qp_shape_str(v->ndim, v->shape, s1, sizeof s1);
+        return qp_fail(err, QP_E_SHAPE, "'%s': tensor '%s' has shape %s, the "
+                       "model's input '%s' is %s (-1: any)", file, x->name, s0,
+                       v->name, s1);
+    }
+    if (x->dtype == v->dtype)
+        return QP_OK;
     struct qp_tensor *y;
     enum qp_status st = qp_tensor_new(x->name, v->dtype, x->ndim, x->shape, &y,
                                       err);

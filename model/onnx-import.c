@@ -339,5 +339,6 @@ enum qp_status qp_model_load_onnx(const char *path,
     enum qp_status st = qp_onnx_load(path, &m, err);
     if (st)
         return st;
-    return qp_model_from_onnx(m, opts, out, err);
+    st = qp_model_from_onnx(m, opts, out, err);
+    return st ? qp_error_in_file(err, path) : QP_OK;
 }

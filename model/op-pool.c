@@ -72,6 +72,65 @@ static enum qp_status pool_infer(const struct qp_op_ctx *c,
     return QP_OK;
 }
 
+/* True when every window of 2-D pooling g lies inside the input (no
+ * padding reached): max pooling then needs no bounds per window. */
+static bool windows_inside(const struct qp_conv_nd *g)
+{
+    if (g->nsp != 2)
+        return false;
+    for (int d = 0; d < 2; d++)
+        if (g->pad[d] || g->out[d] < 1 ||
+            (g->out[d] - 1) * g->stride[d] + (g->kernel[d] - 1) * g->dilation[d] >=
+                g->in[d])
+            return false;
+    return true;
+}
+
+/* One plane's windows in the reference's order (rows, then columns;
+ * the first element, then every greater one: NaN kept only when first). */
+#define MAX_WINDOWS(T)                                                         \
+    do {                                                                       \
+        const T *x_ = x;                                                       \
+        T *y_ = y;                                                             \
+        for (int64_t oh = 0; oh < g->out[0]; oh++)                             \
+            for (int64_t ow = 0; ow < g->out[1]; ow++) {                       \
+                const T *w_ = x_ + oh * g->stride[0] * W + ow * g->stride[1];  \
+                T best = w_[0];                                                \
+                for (int64_t kh = 0; kh < g->kernel[0]; kh++)                  \
+                    for (int64_t kw = 0; kw < g->kernel[1]; kw++) {            \
+                        T v = w_[kh * g->dilation[0] * W + kw * g->dilation[1]]; \
+                        if (v > best)                                          \
+                            best = v;                                          \
+                    }                                                          \
+                y_[oh * g->out[1] + ow] = best;                                \
+            }                                                                  \
+    } while (0)
+
+struct maxpool_job {
+    const struct qp_conv_nd *g;
+    const char *x;
+    char *y;
+    enum qp_dtype dt;
+};
+
+static void maxpool_planes(void *ctx, size_t b, size_t e)
+{
+    const struct maxpool_job *j = ctx;
+    const struct qp_conv_nd *g = j->g;
+    size_t es = qp_elem_size(j->dt), W = (size_t)g->in[1];
+    size_t in = (size_t)(g->in[0] * g->in[1]), on = (size_t)(g->out[0] * g->out[1]);
+    for (size_t p = b; p < e; p++) {
+        const void *x = j->x + p * in * es;
+        void *y = j->y + p * on * es;
+        if (j->dt == QP_DTYPE_F32)
+            MAX_WINDOWS(float);
+        else if (j->dt == QP_DTYPE_I8)
+            MAX_WINDOWS(int8_t);
+        else
+            MAX_WINDOWS(uint8_t);
+    }
+}
+
 static enum qp_status pool_run(const struct qp_op_ctx *c,
                                struct qp_tensor *const *out,
                                struct qp_error *err)
@@ -80,16 +139,28 @@ static enum qp_status pool_run(const struct qp_op_ctx *c,
     enum qp_status st = pool_geom(c, &g, err);
     if (st)
         return st;
+    if (is_max(c->n) && c->n->n_out == 1 && windows_inside(&g)) {
+        /* the same maxima as below, without the general path's per-window
+         * bounds and the 8-bit input's conversions to float */
+        struct maxpool_job j = {&g, c->in[0]->data, out[0]->data, c->in[0]->dtype};
+        size_t planes = g.batch * g.in_c;
+        qp_op_parallel_items(c, planes, qp_op_par_items((size_t)(g.in[0] * g.in[1])),
+                             maxpool_planes, &j);
+        return QP_OK;
+    }
     const struct qp_tensor *x = c->in[0];
     const float *xf = x->data;
     float *yf = out[0]->data;
     size_t nx = qp_tensor_numel(x), ny = qp_tensor_numel(out[0]);
-    if (x->dtype != QP_DTYPE_F32) {
+    bool s8 = x->dtype == QP_DTYPE_I8;
+    if (x->dtype != QP_DTYPE_F32) { /* 8-bit (pool_geom): typed loops */
         float *buf = qp_op_scratch(c, (nx + ny) * sizeof(float));
         if (!buf)
             return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+        const int8_t *xs = x->data;
+        const uint8_t *xu = x->data;
         for (size_t i = 0; i < nx; i++)
-            buf[i] = (float)qp_elem_get_i64(x->dtype, x->data, i);
+            buf[i] = s8 ? (float)xs[i] : (float)xu[i];
         xf = buf;
         yf = buf + nx;
     }
@@ -99,9 +170,17 @@ static enum qp_status pool_run(const struct qp_op_ctx *c,
     } else {
         qp_avgpool_f32(c->pool, &g, xf, yf, qp_attr_int(c->n, "count_include_pad", 0));
     }
-    if (x->dtype != QP_DTYPE_F32)
-        for (size_t i = 0; i < ny; i++)
-            qp_elem_set_i64(out[0]->dtype, out[0]->data, i, (int64_t)yf[i]);
+    if (x->dtype != QP_DTYPE_F32) {
+        int8_t *ys = out[0]->data;
+        uint8_t *yu = out[0]->data;
+        for (size_t i = 0; i < ny; i++) { /* as qp_elem_set_i64 narrows */
+            int64_t v = (int64_t)yf[i];
+            if (s8)
+                ys[i] = (int8_t)(uint8_t)v;
+            else
+                yu[i] = (uint8_t)v;
+        }
+    }
     return QP_OK;
 }
 

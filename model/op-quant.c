@@ -1,5 +1,6 @@
 /* model/op-quant.c: ONNX's quantization operators with the ONNX reference
- * semantics: QuantizeLinear and DequantizeLinear (per tensor or per axis),
+ * semantics: QuantizeLinear and DequantizeLinear (per tensor or per axis;
+ * DequantizeLinear also of int4 / uint4),
  * DynamicQuantizeLinear, QLinearConv and QLinearMatMul (integer kernels,
  * requantized in the onnx-ref flavor: multiply in double, round half to
  * even), ConvInteger and MatMulInteger (int32 accumulators).
@@ -68,8 +69,10 @@ static enum qp_status read_param(const struct qp_op_ctx *c, int si, int zi,
         if (qp_tensor_numel(z) != n)
             return qp_op_fail(err, c, QP_E_SHAPE, "input %d has %zu zero points "
                               "for %zu scales", zi, qp_tensor_numel(z), n);
+        bool packed = z->dtype == QP_DTYPE_I4 || z->dtype == QP_DTYPE_U4;
         for (size_t i = 0; i < n; i++)
-            q->z[i] = (int32_t)qp_elem_get_i64(z->dtype, z->data, i);
+            q->z[i] = packed ? qp_packed_get(z->dtype, z->data, i)
+                             : (int32_t)qp_elem_get_i64(z->dtype, z->data, i);
     }
     return QP_OK;
 }
@@ -152,19 +155,36 @@ static enum qp_status dq_infer(const struct qp_op_ctx *c, struct qp_tdesc *out,
     return QP_OK;
 }
 
+/* int4 / uint4 (opset 21; two a byte, low nibble first) unpacked into a
+ * new int8 / uint8 buffer; NULL when out of memory. */
+static void *unpack4(const struct qp_tensor *x, enum qp_dtype *dt)
+{
+    size_t n = qp_tensor_numel(x);
+    int8_t *u = malloc(n ? n : 1);
+    for (size_t i = 0; u && i < n; i++)
+        u[i] = (int8_t)qp_packed_get(x->dtype, x->data, i);
+    *dt = x->dtype == QP_DTYPE_I4 ? QP_DTYPE_I8 : QP_DTYPE_U8;
+    return u;
+}
+
 static enum qp_status dq_run(const struct qp_op_ctx *c,
                              struct qp_tensor *const *out, struct qp_error *err)
 {
     const struct qp_tensor *x = c->in[0];
     struct qparam q = {0};
     size_t outer = 1, ch = 1, inner = 1;
+    enum qp_dtype dt = x->dtype;
+    void *u = NULL;
     enum qp_status st;
+    if ((dt == QP_DTYPE_I4 || dt == QP_DTYPE_U4) && !(u = unpack4(x, &dt)))
+        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
     if (!(st = read_param(c, 1, 2, 0, &q, err)) &&
         !(st = split_axis(c, x, q.count, &outer, &ch, &inner, err)))
-        st = ql_fail_prefix(c, qp_qa_dequantize(x->data, x->dtype, outer, ch,
+        st = ql_fail_prefix(c, qp_qa_dequantize(u ? u : x->data, dt, outer, ch,
                                                 inner, q.s, q.z, out[0]->data,
                                                 err), err);
     qparam_release(&q);
+    free(u);
     return st;
 }
 
@@ -498,7 +518,7 @@ const struct qp_op_def qp_ops_quant[] = {
     {"", "QuantizeLinear", 2, 3, 1, 1, 6u, false, true, q_attrs, NULL, q_infer,
      q_run, 0, NULL, NULL, NULL},
     {"", "DequantizeLinear", 2, 3, 1, 1, 6u, false, true, q_attrs, NULL,
-     dq_infer, dq_run, 0, NULL, NULL, NULL},
+     dq_infer, dq_run, QP_TRAIT_PACKED_IN, NULL, NULL, NULL},
     {"", "DynamicQuantizeLinear", 1, 1, 3, 3, 0, false, true, NULL, NULL,
      dyn_infer, dyn_run, 0, NULL, NULL, NULL},
     {"", "QLinearConv", 8, 9, 1, 1, 0, false, true, conv_attrs, NULL,

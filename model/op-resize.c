@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/size.h"
 #include "model/op.h"
 
 enum rmode { R_NEAREST, R_LINEAR, R_CUBIC };
@@ -116,9 +117,7 @@ static enum qp_status resize_plan(const struct qp_op_ctx *c, struct rplan *p,
                                   struct qp_error *err)
 {
     const struct qp_tensor *x = c->in[0];
-    enum qp_status st = qp_op_want_f32(c, 0, err);
-    if (st)
-        return st;
+    enum qp_status st = QP_OK;
     memset(p, 0, sizeof *p);
     p->nd = x->ndim;
     memcpy(p->in, x->shape, sizeof p->in);
@@ -180,14 +179,31 @@ static enum qp_status resize_plan(const struct qp_op_ctx *c, struct rplan *p,
     return QP_OK;
 }
 
+/* Nearest without extrapolation only gathers elements (nearest_run). */
+static bool gathers(const struct rplan *p)
+{
+    return p->mode == R_NEAREST && p->nd > 0 && strcmp(p->ctm, "tf_crop_and_resize");
+}
+
+/* resize_plan, and the input's dtype: f32, or any 1-byte type for a
+ * gather (integer codes, as the int mode carries them, are moved). */
+static enum qp_status resize_plan_typed(const struct qp_op_ctx *c,
+                                        struct rplan *p, struct qp_error *err)
+{
+    enum qp_status st = resize_plan(c, p, err);
+    if (st || (gathers(p) && qp_elem_size(c->in[0]->dtype) == 1))
+        return st;
+    return qp_op_want_f32(c, 0, err);
+}
+
 static enum qp_status resize_infer(const struct qp_op_ctx *c,
                                    struct qp_tdesc *out, struct qp_error *err)
 {
     struct rplan p;
-    enum qp_status st = resize_plan(c, &p, err);
+    enum qp_status st = resize_plan_typed(c, &p, err);
     if (st)
         return st;
-    out->dtype = QP_DTYPE_F32;
+    out->dtype = c->in[0]->dtype;
     out->ndim = p.nd;
     memcpy(out->shape, p.out, sizeof p.out);
     return QP_OK;
@@ -328,9 +344,10 @@ static void resize_axis(const struct tap *t, int64_t n_out, int64_t n_in,
 struct nearest_job {
     const struct rplan *p;
     int64_t *idx[QP_MAX_DIMS]; /* per axis: source index of each output */
-    const float *src;
-    float *dst;
+    const char *src;
+    char *dst;
     size_t rows;
+    size_t es;                 /* bytes per element: 4 or 1 */
 };
 
 /* Offset of the source row of output row r. */
@@ -352,16 +369,24 @@ static void nearest_rows(void *ctx, size_t b, size_t e)
     const struct nearest_job *j = ctx;
     size_t w = (size_t)j->p->out[j->p->nd - 1], prev = SIZE_MAX;
     const int64_t *iw = j->idx[j->p->nd - 1];
+    size_t es = j->es;
     for (size_t r = b; r < e; r++) {
         size_t s = nearest_src_row(j, r);
-        float *d = j->dst + r * w;
+        char *d = j->dst + r * w * es;
         if (s == prev) {
-            memcpy(d, d - w, w * sizeof *d);
+            memcpy(d, d - w * es, w * es);
             continue;
         }
-        const float *sr = j->src + s;
-        for (size_t x = 0; x < w; x++)
-            d[x] = sr[iw[x]];
+        if (es == 1) {
+            const char *sr = j->src + s;
+            for (size_t x = 0; x < w; x++)
+                d[x] = sr[iw[x]];
+        } else {
+            const float *sr = (const float *)(const void *)j->src + s;
+            float *df = (float *)(void *)d;
+            for (size_t x = 0; x < w; x++)
+                df[x] = sr[iw[x]];
+        }
         prev = s;
     }
 }
@@ -370,18 +395,21 @@ static enum qp_status nearest_run(const struct qp_op_ctx *c,
                                   const struct rplan *p, struct qp_tensor *out,
                                   struct qp_error *err)
 {
+    /* a non-empty output has out[d] <= its element count on every axis */
     size_t most = 1, total = 0;
     for (int d = 0; d < p->nd; d++) {
         most = (size_t)p->out[d] > most ? (size_t)p->out[d] : most;
         total += (size_t)p->out[d];
     }
     size_t bytes = most * sizeof(struct tap) + total * sizeof(int64_t);
-    char *mem = qp_op_scratch(c, bytes);
-    if (!mem)
-        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    char *mem;
+    enum qp_status st = qp_op_scratch_get(c, bytes, (void **)&mem, err);
+    if (st)
+        return st;
     struct tap *t = (struct tap *)(void *)mem;
     int64_t *tab = (int64_t *)(void *)(mem + most * sizeof(struct tap));
-    struct nearest_job j = {p, {NULL}, c->in[0]->data, out->data, 0};
+    struct nearest_job j = {p, {NULL}, c->in[0]->data, out->data, 0,
+                            qp_elem_size(out->dtype)};
     for (int d = 0; d < p->nd; d++) {
         axis_taps(p, d, t);
         j.idx[d] = tab;
@@ -400,29 +428,33 @@ static enum qp_status resize_run(const struct qp_op_ctx *c,
                                  struct qp_error *err)
 {
     struct rplan p;
-    enum qp_status st = resize_plan(c, &p, err);
-    if (st)
-        return st;
-    if (p.mode == R_NEAREST && p.nd > 0 && strcmp(p.ctm, "tf_crop_and_resize"))
+    enum qp_status st = resize_plan_typed(c, &p, err);
+    if (st || !qp_tensor_numel(out[0]))
+        return st; /* an empty output (one dim 0, others maybe huge) */
+    if (gathers(&p))
         return nearest_run(c, &p, out[0], err);
     /* two ping-pong buffers big enough for every intermediate shape, and
      * the largest tap table */
     size_t biggest = 1, cur = qp_tensor_numel(c->in[0]), taps = 1;
     int64_t shape[QP_MAX_DIMS];
     memcpy(shape, p.in, sizeof shape);
+    bool big = false;
     for (int d = p.nd - 1; d >= 0; d--) {
         if (shape[d])
-            cur = cur / (size_t)shape[d] * (size_t)p.out[d];
+            big |= qp_size_mul(cur / (size_t)shape[d], (size_t)p.out[d], &cur);
         else
             cur = 0;
         shape[d] = p.out[d];
         biggest = cur > biggest ? cur : biggest;
         taps = (size_t)p.out[d] > taps ? (size_t)p.out[d] : taps;
     }
-    size_t bytes = 2 * biggest * sizeof(float) + taps * sizeof(struct tap);
-    char *mem = qp_op_scratch(c, bytes);
-    if (!mem)
-        return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    size_t bytes, tapb;
+    big |= qp_size_mul(biggest, 2 * sizeof(float), &bytes) ||
+           qp_size_mul(taps, sizeof(struct tap), &tapb) ||
+           qp_size_add(bytes, tapb, &bytes);
+    char *mem;
+    if ((st = qp_op_scratch_get(c, big ? SIZE_MAX : bytes, (void **)&mem, err)))
+        return st;
     float *buf[2] = {(float *)(void *)mem, (float *)(void *)mem + biggest};
     struct tap *t = (struct tap *)(void *)(mem + 2 * biggest * sizeof(float));
     const float *src = c->in[0]->data;

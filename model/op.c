@@ -15,6 +15,7 @@ static const struct qp_op_def *const families[] = {
     qp_ops_norm,   qp_ops_shape, qp_ops_layout, qp_ops_resize, qp_ops_reduce,
     qp_ops_quant,
     qp_ops_tflite,
+    qp_ops_llm,
 };
 
 const struct qp_op_def *qp_op_at(size_t i)

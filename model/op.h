@@ -92,6 +92,13 @@ enum {
     QP_TRAIT_ELEMENTWISE = 1u << 0,
     /* runs unchanged on integer tensors (moves them as they are) */
     QP_TRAIT_INT_PASS = 1u << 1,
+    /* its weight (input 1) may be an integer tensor with quantization
+     * parameters, which the operator dequantizes itself, tile by tile:
+     * the quantized modes hand it the integer weight, never a float copy */
+    QP_TRAIT_QWEIGHT = 1u << 2,
+    /* reads inputs 0 and 2 packed below 8 bits too (DequantizeLinear of
+     * int4: the data and its zero point) */
+    QP_TRAIT_PACKED_IN = 1u << 3,
 };
 
 /* For moves_values: true for every node. */
@@ -216,8 +223,25 @@ void qp_bcast_row(const struct qp_bcast *b, size_t row, int64_t *off);
 void qp_bcast_at(const struct qp_bcast *b, size_t o, int64_t *off);
 
 /* Scratch memory for one run of the node, valid until it returns; NULL
- * when out of memory. The executor reuses and accounts it. */
+ * when out of memory or beyond the allocation limit (core/memlimit.h).
+ * The executor reuses and accounts it. */
 void *qp_op_scratch(const struct qp_op_ctx *c, size_t bytes);
+
+/* The same, failing with the node and the size: QP_E_NOMEM when bytes is
+ * beyond the allocation limit (core/memlimit.h) or cannot be allocated. */
+enum qp_status qp_op_scratch_get(const struct qp_op_ctx *c, size_t bytes,
+                                 void **out, struct qp_error *err);
+
+/* A new tensor named name of d's dtype and shape, its data uninitialized,
+ * from the buffers of c's run when there is one (as the executor
+ * allocates node outputs); *out belongs to the caller, who frees it with
+ * qp_op_free_tensor (or qp_tensor_free) or hands it to the executor. */
+enum qp_status qp_op_new_tensor(const struct qp_op_ctx *c, const char *name,
+                                const struct qp_tdesc *d,
+                                struct qp_tensor **out, struct qp_error *err);
+
+/* Frees t (NULL: nothing), keeping its buffer for c's run. */
+void qp_op_free_tensor(const struct qp_op_ctx *c, struct qp_tensor *t);
 
 /* Element access in any runtime dtype, as double or int64 (bool reads
  * 0/1; float -> int truncates toward zero and saturates, NaN -> 0). */
@@ -284,5 +308,6 @@ extern const struct qp_op_def qp_ops_resize[];
 extern const struct qp_op_def qp_ops_reduce[];
 extern const struct qp_op_def qp_ops_quant[];
 extern const struct qp_op_def qp_ops_tflite[]; /* model/op-tflite.c */
+extern const struct qp_op_def qp_ops_llm[];   /* model/op-llm*.c */
 
 #endif

@@ -8,17 +8,35 @@
 #include "kernels/lut-s8.h"
 #include "model/op-conv.h"
 #include "model/op-quant.h"
+#include "model/qexec-fuse.h"
 #include "model/qplan.h"
 #include "quant/qparams.h"
 
 /* ---- quantize / dequantize -------------------------------------------- */
 
-enum qp_status qp_qplan_quantize(const struct qp_qplan *p,
-                                 const struct qp_qval *v,
-                                 const struct qp_tensor *x, const char *name,
-                                 struct qp_tensor **out, struct qp_error *err)
+/* A new tensor of dtype and shape[nd], from the buffers of c's run (its
+ * data uninitialized) or, with c NULL, zero-filled. */
+static enum qp_status new_tensor(const struct qp_op_ctx *c, const char *name,
+                                 enum qp_dtype dtype, int nd,
+                                 const int64_t *shape, struct qp_tensor **out,
+                                 struct qp_error *err)
 {
-    enum qp_status st = qp_tensor_new(name, v->dtype, x->ndim, x->shape, out, err);
+    if (!c)
+        return qp_tensor_new(name, dtype, nd, shape, out, err);
+    struct qp_tdesc d = {dtype, nd, {0}};
+    memcpy(d.shape, shape, (size_t)nd * sizeof *shape);
+    return qp_op_new_tensor(c, name, &d, out, err);
+}
+
+/* qp_qplan_quantize with the new tensor from c's run (c may be NULL). */
+static enum qp_status quantize_in(const struct qp_qplan *p,
+                                  const struct qp_op_ctx *c,
+                                  const struct qp_qval *v,
+                                  const struct qp_tensor *x, const char *name,
+                                  struct qp_tensor **out, struct qp_error *err)
+{
+    enum qp_status st = new_tensor(c, name, v->dtype, x->ndim, x->shape, out,
+                                   err);
     if (!st)
         qp_qa_quantize_row(p->qa, x->data, qp_tensor_numel(x), v->scale, v->zp,
                            v->qmin, v->qmax, v->dtype, (*out)->data);
@@ -29,6 +47,14 @@ enum qp_status qp_qplan_quantize(const struct qp_qplan *p,
         *out = NULL;
     }
     return st;
+}
+
+enum qp_status qp_qplan_quantize(const struct qp_qplan *p,
+                                 const struct qp_qval *v,
+                                 const struct qp_tensor *x, const char *name,
+                                 struct qp_tensor **out, struct qp_error *err)
+{
+    return quantize_in(p, NULL, v, x, name, out, err);
 }
 
 /* x[n] <- dequantize(quantize(x)) with v's parameters, the dequantization
@@ -77,11 +103,12 @@ static enum qp_status fake_apply(const struct qp_qplan *p, int v,
 
 /* A float copy of quantized t (8-bit, per-tensor parameters):
  * ((float)q - (float)z) * s, as kernels/quantize-act.h dequantizes. */
-static enum qp_status dequantize(const struct qp_tensor *t,
+static enum qp_status dequantize(const struct qp_op_ctx *c,
+                                 const struct qp_tensor *t,
                                  struct qp_tensor **out, struct qp_error *err)
 {
-    enum qp_status st = qp_tensor_new(t->name, QP_DTYPE_F32, t->ndim, t->shape,
-                                      out, err);
+    enum qp_status st = new_tensor(c, t->name, QP_DTYPE_F32, t->ndim, t->shape,
+                                   out, err);
     if (st)
         return st;
     size_t n = qp_tensor_numel(t);
@@ -115,8 +142,8 @@ static enum qp_status new_out(const struct qp_op_ctx *c, int k,
                               struct qp_error *err)
 {
     int id = c->n->out[k];
-    enum qp_status st = qp_tensor_new(id >= 0 ? c->g->values[id].name : "",
-                                      v->dtype, nd, shape, out, err);
+    enum qp_status st = new_tensor(c, id >= 0 ? c->g->values[id].name : "",
+                                   v->dtype, nd, shape, out, err);
     if (!st && (st = attach(v, *out, err))) {
         qp_tensor_free(*out);
         *out = NULL;
@@ -139,11 +166,11 @@ static enum qp_status run_float(struct qp_qplan *p, const struct qp_op_ctx *c,
     for (int k = 0; k < c->n_in; k++) {
         in[k] = c->in[k];
         if (!st && is_quantized(p, n, k, c->in[k]) &&
-            !(st = dequantize(c->in[k], &tmp[k], err)))
+            !(st = dequantize(c, c->in[k], &tmp[k], err)))
             in[k] = tmp[k];
     }
     if (q->wq) { /* a weighted layer the int kernels do not run */
-        in[1] = q->w_fake;
+        in[1] = q->w_fake ? q->w_fake : q->w_q;
         if (q->b_fake && c->n_in > 2 && in[2])
             in[2] = q->b_fake;
     }
@@ -154,13 +181,13 @@ static enum qp_status run_float(struct qp_qplan *p, const struct qp_op_ctx *c,
         if (v < 0 || !p->v[v].quant || !out[k] || out[k]->dtype != QP_DTYPE_F32)
             continue;
         struct qp_tensor *q;
-        if (!(st = qp_qplan_quantize(p, &p->v[v], out[k], out[k]->name, &q, err))) {
-            qp_tensor_free(out[k]);
+        if (!(st = quantize_in(p, c, &p->v[v], out[k], out[k]->name, &q, err))) {
+            qp_op_free_tensor(c, out[k]);
             out[k] = q;
         }
     }
     for (int k = 0; k < c->n_in; k++)
-        qp_tensor_free(tmp[k]);
+        qp_op_free_tensor(c, tmp[k]);
     return st;
 }
 
@@ -257,6 +284,15 @@ static enum qp_status lut_build(struct qp_qplan *p, const struct qp_op_ctx *c,
         qp_tensor_free(tmp[k]);
         qp_tensor_free(out[k]);
     }
+    return st;
+}
+
+enum qp_status qp_qplan_lut(struct qp_qplan *p, const struct qp_op_ctx *c,
+                            const uint8_t **table, struct qp_error *err)
+{
+    struct qp_qnode *q = &p->n[c->node];
+    enum qp_status st = q->lut ? QP_OK : lut_build(p, c, err);
+    *table = q->lut;
     return st;
 }
 
@@ -646,7 +682,7 @@ static enum qp_status fake_run_node(void *ctx, const struct qp_op_ctx *c,
         return QP_OK;
     const struct qp_tensor *in[QP_OP_MAX_IO];
     memcpy(in, c->in, (size_t)c->n_in * sizeof *in);
-    in[1] = q->w_fake;
+    in[1] = q->w_fake ? q->w_fake : q->w_q; /* QWEIGHT operators: integers */
     if (q->b_fake && c->n_in > 2 && in[2])
         in[2] = q->b_fake;
     *done = true;
@@ -690,6 +726,7 @@ void qp_qplan_hooks(struct qp_qplan *p, struct qp_exec_hooks *h)
     if (p->mode == QP_MODE_INT) {
         h->on_input = int_on_input;
         h->run_node = int_run_node;
+        h->run_span = qp_qfuse_run_span;
     } else {
         h->on_input = fake_on_input;
         h->run_node = fake_run_node;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "model/qexec-fuse.h"
 #include "quant/qparams.h"
 #include "quant/rtn.h"
 
@@ -59,8 +60,14 @@ static enum qp_status quantize_weight(struct qp_qplan *p, int i,
     if (st)
         return st;
     q->w_q = wq->q;
-    q->w_fake = wq->fake;
     q->wkey = key;
+    /* an operator that dequantizes its integer weight itself gets no float
+     * copy (model/op.h's QP_TRAIT_QWEIGHT), unless the integers' own
+     * parameters do not describe it (a GPTQ weight with a g_idx) */
+    q->w_fake = NULL;
+    if ((wq->g_idx || !(g->nodes[i].def->traits & QP_TRAIT_QWEIGHT)) &&
+        (st = qp_wcache_fake(p->wcache, wq, &q->w_fake, err)))
+        return st;
     q->wq = true;
     q->ws = *ws;
     int oa, ia;
@@ -197,6 +204,7 @@ void qp_qplan_free(struct qp_qplan *p)
     for (int v = 0; p->obs && v < g->n_values; v++)
         qp_observer_free(p->obs[v]);
     free(p->obs);
+    qp_qfuse_cache_free(p->fuse);
     qp_wcache_free(p->own_wcache);
     free(p->v);
     free(p->n);
@@ -214,11 +222,29 @@ enum qp_round qp_qplan_weight_round(enum qp_rq_flavor f)
     }
 }
 
+/* Weight-only int mode: every quantized weight belongs to an operator that
+ * takes integer weights (QP_TRAIT_QWEIGHT: LLM linear layers, which
+ * dequantize inside the product, kernels/gemm-wq.h). */
+static enum qp_status check_weight_only(const struct qp_qplan *p,
+                                        struct qp_error *err)
+{
+    int taken = 0;
+    for (int i = 0; i < p->g->n_nodes; i++) {
+        if (p->n[i].wq && !(p->g->nodes[i].def->traits & QP_TRAIT_QWEIGHT))
+            taken = -1;
+        else if (p->n[i].wq && taken >= 0)
+            taken++;
+    }
+    if (taken <= 0)
+        return qp_fail(err, QP_E_UNSUPPORTED, "int mode needs activations in the "
+                       "scheme (e.g. w8c+a8t)");
+    return QP_OK;
+}
+
 static enum qp_status check_int(const struct qp_qplan *p, struct qp_error *err)
 {
     if (!p->has_acts)
-        return qp_fail(err, QP_E_UNSUPPORTED, "int mode needs activations in "
-                       "the scheme (e.g. w8c+a8t)");
+        return check_weight_only(p, err);
     for (int v = 0; v < p->g->n_values; v++) {
         const struct qp_qval *q = &p->v[v];
         if (q->quant && (q->as.f.bits != 8 || q->as.dynamic))
@@ -395,6 +421,8 @@ static enum qp_status round_bias(struct qp_qplan *p, int i, struct qp_error *err
     int bi = n->n_in > 2 ? n->in[2] : -1;
     const struct qp_tensor *b = bi >= 0 ? g->values[bi].konst : NULL;
     if (!q->wq || n->in[0] < 0 || !p->v[n->in[0]].quant || p->v[n->in[0]].as.dynamic)
+        return QP_OK;
+    if (q->ws.gran == QP_GRAN_GROUP) /* no scale per output channel: float */
         return QP_OK;
     if (bi >= 0 && (!b || b->dtype != QP_DTYPE_F32 ||
                     (qp_tensor_numel(b) != q->out_c && qp_tensor_numel(b) != 1)))

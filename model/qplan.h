@@ -45,7 +45,18 @@
  * its outputs. The int mode needs 8-bit activations and per-tensor or
  * per-channel weights of up to 8 bits (narrower ones unpacked to int8, as
  * devices feed 4-bit weights to 8-bit kernels: exact); group-wise weights
- * are refused. */
+ * are refused. That is the node-by-node run (qp_exec_tune.no_fusion, and
+ * qp_qplan_run_int); with fusion on, the hooks' run_span computes the same
+ * bytes in fewer passes (model/qexec-fuse.h, model/qexec-int.h).
+ *
+ * Weight-only int mode (a scheme without activations, e.g. w4g128): only
+ * for graphs whose weighted operators take integer weights
+ * (QP_TRAIT_QWEIGHT, model/op.h: the LLM operators of model/op-llm.h).
+ * They run on the integer weights, dequantized tile by tile inside the
+ * product (kernels/gemm-wq.h), activations stay float. The fake mode of
+ * those operators computes the same thing (it hands them the integer
+ * weight too); format-specific integer kernels (8da4w: int8 dynamic
+ * activations x int4 group-wise weights) are a node kind of their own. */
 #ifndef QP_MODEL_QPLAN_H
 #define QP_MODEL_QPLAN_H
 
@@ -107,7 +118,9 @@ struct qp_qnode {
     struct qp_wscheme ws;
     const struct qp_tensor *w_q; /* integer weight with its parameters */
     const struct qp_tensor *w_fake; /* dequantized weight (float, same shape);
-                                       both borrowed from the weight cache */
+                                       both borrowed from the weight cache;
+                                       NULL for QP_TRAIT_QWEIGHT operators,
+                                       which read w_q (unless a g_idx) */
     uint64_t wkey;               /* the weight's calibration key (GPTQ), or 0 */
     struct qp_tensor *b_fake;    /* bias on its int32 grid (float) */
     int32_t *b_int;              /* [out channels] */
@@ -164,6 +177,8 @@ struct qp_qplan {
     struct qp_observer **obs;     /* [g->n_values] during calibration */
     size_t calib_batches;
     bool finished;
+    struct qp_qfuse_cache *fuse;  /* the int mode's composed tables, or NULL
+                                     (model/qexec-fuse.h) */
 };
 
 /* Plans g for o's mode: schemes per layer, weights quantized, observers

@@ -32,6 +32,7 @@ struct qp_session {
     struct qp_session_gptq_opts gptq; /* how plans make GPTQ weights */
     uint64_t calib_hash;        /* of every calibration set, once known */
     bool calib_hashed;
+    struct qp_exec_buffers *buf; /* handed from run to run */
 };
 
 struct qp_splan {

@@ -351,6 +351,25 @@ static enum qp_status memo_finish(struct qp_memo *m, const struct qp_graph *g,
     return QP_OK;
 }
 
+/* The caller's capture callback, noting whether it failed: its errors are
+ * about where the values go, the run's others about the model. */
+struct capture_thru {
+    enum qp_status (*fn)(void *ctx, const struct qp_graph *g, int value,
+                         const struct qp_tensor *t, struct qp_error *err);
+    void *ctx;
+    bool failed;
+};
+
+static enum qp_status capture_thru(void *ctx, const struct qp_graph *g,
+                                   int value, const struct qp_tensor *t,
+                                   struct qp_error *err)
+{
+    struct capture_thru *c = ctx;
+    enum qp_status st = c->fn(c->ctx, g, value, t, err);
+    c->failed |= st != QP_OK;
+    return st;
+}
+
 enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
                               const struct qp_tensor *const *feed,
                               const struct qp_session_run_opts *o,
@@ -378,7 +397,7 @@ enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
             return qp_fail(err, QP_E_INVAL, "a teacher-forced run is not "
                            "memoized");
         lh = (struct qp_exec_hooks){local_run_node, local_after, local_on_input,
-                                    local_inputs, &l};
+                                    local_inputs, &l, NULL};
         hooks = &lh;
     }
     struct reuse r = {0};
@@ -403,16 +422,18 @@ enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
             if (!r.preset[g->inputs[k]])
                 memo_drop(m, g->inputs[k]);
     }
-    struct qp_exec_opts eo = {o->capture, o->on_capture, o->capture_ctx, hooks,
+    struct capture_thru cap = {o->on_capture, o->capture_ctx, false};
+    struct qp_exec_opts eo = {o->capture, o->on_capture ? capture_thru : NULL,
+                              &cap, hooks,
                               o->progress, m ? r.skip : NULL,
                               m ? r.preset : NULL, record ? memo_keep : NULL, m,
-                              o->state};
+                              o->state, o->release_weights, s->buf};
     struct qp_exec_tune tune = {o->no_fusion, NULL, NULL};
     struct qp_exec_stats es = {0};
     double t0 = now_seconds();
-    if (!st)
-        st = qp_exec_run_tuned(g, feed, g->n_inputs, &eo, &tune, outputs, &es,
-                               err);
+    if (!st && (st = qp_exec_run_tuned(g, feed, g->n_inputs, &eo, &tune,
+                                       outputs, &es, err)) && !cap.failed)
+        qp_error_in_file(err, s->path); /* a node of the model failed */
     double t1 = now_seconds();
     local_drop(&l);
     if (!st && record)

@@ -9,6 +9,7 @@
 #include "model/infer.h"
 #include "quant/rtn.h"
 #include "model/inputs.h"
+#include "model/llama-import.h"
 #include "model/onnx-import.h"
 #include "model/qdq.h"
 #include "model/tflite-import.h"
@@ -36,6 +37,8 @@ enum qp_status qp_session_open(const char *path,
     struct qp_tflite_opts to = {o ? o->tfl_flavor : QP_TFL_MICRO,
                                 o && o->dequantize};
     enum qp_status st = tfl ? qp_model_load_tflite(path, &to, &g, err)
+                        : qp_llama_is_model_dir(path)
+                            ? qp_llama_load(path, &g, NULL, err)
                             : qp_model_load_onnx(path, &io, &g, err);
     if (!st)
         st = qp_session_new(g, path, out, err);
@@ -56,6 +59,8 @@ enum qp_status qp_session_new(struct qp_graph *g, const char *name,
     }
     s->g = g;
     enum qp_status st = qp_wcache_new(&s->wc, err);
+    if (!st)
+        st = qp_exec_buffers_new(&s->buf, err);
     if (!st && !(s->f32 = calloc((size_t)s->g->n_values + 1, sizeof *s->f32)))
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
     if (st) {
@@ -77,6 +82,7 @@ void qp_session_free(struct qp_session *s)
         qp_observer_free(s->obs[i].obs);
     free(s->obs);
     qp_wcache_free(s->wc);
+    qp_exec_buffers_free(s->buf);
     free(s->f32);
     qp_graph_free(s->g);
     free(s->path);
@@ -170,7 +176,10 @@ enum qp_status qp_session_load_inputs(const struct qp_session *s,
                                       struct qp_tensor ***feed,
                                       struct qp_error *err)
 {
-    return qp_inputs_load(s->g, specs, n, feed, err);
+    enum qp_status st = qp_inputs_load(s->g, specs, n, feed, err);
+    if (st == QP_E_SHAPE) /* a file that does not fit this model */
+        qp_error_in_file(err, s->path);
+    return st;
 }
 
 void qp_session_free_inputs(const struct qp_session *s, struct qp_tensor **feed)
@@ -208,16 +217,8 @@ enum qp_status qp_session_add_calib(struct qp_session *s, const char *path,
     for (size_t i = 0; !st && i < n; i++) {
         struct qp_tensor **feed;
         const char *spec[1] = {files[i]};
-        if ((st = qp_inputs_load(s->g, spec, 1, &feed, err)))
-            break;
-        for (int k = 0; !st && k < s->g->n_inputs; k++)
-            if ((st = qp_exec_check_input(s->g, s->g->inputs[k], feed[k], err)))
-                qp_error_prefix(err, "calibration input '%s': ", files[i]);
-        if (st) {
-            qp_inputs_free(s->g, feed);
-            break;
-        }
-        if ((st = qp_session_add_calib_feed(s, feed, err)))
+        if ((st = qp_session_load_inputs(s, spec, 1, &feed, err)) ||
+            (st = qp_session_add_calib_feed(s, feed, err)))
             break;
         if (added)
             (*added)++;
@@ -487,8 +488,8 @@ enum qp_status qp_session_plan(struct qp_session *s,
             o.recipe = NULL;
             o.wkey = keys;
         }
-        if (!st)
-            st = qp_qplan_new(s->g, &o, &p->q, err);
+        if (!st && (st = qp_qplan_new(s->g, &o, &p->q, err)))
+            qp_error_in_file(err, s->path); /* the model's weights, quantized */
         qp_qassign_free(ga);
         free(keys);
         if (!st && p->q->has_acts && !s->ncalib)

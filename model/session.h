@@ -64,7 +64,8 @@ struct qp_session_stats {
 
 struct qp_session;
 
-/* Opens the model at path (.onnx). *out belongs to the caller
+/* Opens the model at path: an .onnx file, or a Hugging Face Llama-family
+ * folder (config.json + safetensors, model/llama-import.h). *out belongs to the caller
  * (qp_session_free). Errors name the file. */
 enum qp_status qp_session_open(const char *path,
                                const struct qp_session_opts *o,
@@ -227,6 +228,8 @@ struct qp_session_run_opts {
     bool no_fusion;
     /* the run's state for stateful operators (qp_op_ctx.state) */
     void *state;
+    /* release mapped weights after their last reader (qp_exec_opts) */
+    bool release_weights;
 };
 
 struct qp_session_run_stats {

@@ -80,11 +80,6 @@ static enum qp_status make(const struct qp_tensor *w, const struct qp_wscheme *w
 {
     *out = (struct qp_wquant){0};
     enum qp_status st = qp_rtn_quantize(w, ws, o, &out->q, err);
-    if (!st)
-        st = qp_tensor_new(w->name, QP_DTYPE_F32, w->ndim, w->shape, &out->fake,
-                           err);
-    if (!st)
-        qp_tensor_read_f32(out->q, 0, qp_tensor_numel(w), out->fake->data);
     if (!st && unpack && ws->f.bits < 8 && ws->gran != QP_GRAN_GROUP)
         st = unpack8(&out->q, err);
     if (st)
@@ -131,7 +126,7 @@ static const struct qp_wquant *add(struct qp_wcache *c, int value,
     *e = (struct entry){value, *ws, *o, key, unpack8, *w};
     *w = (struct qp_wquant){0};
     c->stats.made++;
-    c->stats.bytes += e->w.q->nbytes + e->w.fake->nbytes +
+    c->stats.bytes += e->w.q->nbytes + (e->w.fake ? e->w.fake->nbytes : 0) +
                       (e->w.g_idx ? e->w.g_idx->nbytes : 0);
     return &e->w;
 }
@@ -152,7 +147,7 @@ static enum qp_status derive_unpack8(const struct qp_wquant *from,
 {
     *out = (struct qp_wquant){0};
     enum qp_status st = qp_tensor_clone(from->q, &out->q, err);
-    if (!st)
+    if (!st && from->fake)
         st = qp_tensor_clone(from->fake, &out->fake, err);
     if (!st && from->g_idx)
         st = qp_tensor_clone(from->g_idx, &out->g_idx, err);
@@ -192,8 +187,11 @@ enum qp_status qp_wcache_get_keyed(struct qp_wcache *c, const struct qp_graph *g
         /* find() again after grow: base may have moved */
         st = derive_unpack8(&find(c, value, ws, o, key, false)->w, ws, &made,
                             err);
-    } else {
-        st = make(w, ws, o, unpack8, &made, err);
+    } else if (!(st = make(w, ws, o, unpack8, &made, err)) && w->map) {
+        /* the plan reads the quantized copy: the weight's mapped pages (a
+         * large model's file) need not stay resident */
+        qp_mmap_release_range(w->map, (size_t)((const unsigned char *)w->data -
+                                               w->map->data), w->nbytes);
     }
     if (st)
         return st;
@@ -215,7 +213,7 @@ enum qp_status qp_wcache_put(struct qp_wcache *c, int value,
                              const struct qp_wquant_opts *o, uint64_t key,
                              struct qp_wquant *w, struct qp_error *err)
 {
-    enum qp_status st = key && w->q && w->fake
+    enum qp_status st = key && w->q && (w->fake || !w->g_idx)
                             ? grow(c, err)
                             : qp_fail(err, QP_E_INVAL, "a calibrated weight "
                                       "needs a key and its tensors");
@@ -226,6 +224,29 @@ enum qp_status qp_wcache_put(struct qp_wcache *c, int value,
         return st;
     }
     add(c, value, ws, o, key, false, w);
+    return QP_OK;
+}
+
+enum qp_status qp_wcache_fake(struct qp_wcache *c, const struct qp_wquant *w,
+                              const struct qp_tensor **out, struct qp_error *err)
+{
+    struct entry *e = NULL;
+    for (size_t i = 0; !e && i < c->n; i++)
+        if (c->e[i].w.q == w->q)
+            e = &c->e[i];
+    if (!e)
+        return qp_fail(err, QP_E_INVAL, "weight '%s' is not in the cache",
+                       w->q->name);
+    if (!e->w.fake) {
+        const struct qp_tensor *q = e->w.q;
+        enum qp_status st = qp_tensor_new(q->name, QP_DTYPE_F32, q->ndim,
+                                          q->shape, &e->w.fake, err);
+        if (st)
+            return st;
+        qp_tensor_read_f32(q, 0, qp_tensor_numel(q), e->w.fake->data);
+        c->stats.bytes += e->w.fake->nbytes;
+    }
+    *out = e->w.fake;
     return QP_OK;
 }
 

@@ -24,7 +24,10 @@ struct qp_wcache;
 
 /* A quantized weight: the integer tensor with its parameters (unpacked to
  * int8/uint8 when asked: the int mode's kernels read 8-bit weights) and
- * its dequantized float copy (same shape as the weight). */
+ * its dequantized float copy (same shape as the weight), made only when
+ * qp_wcache_fake asks for it (NULL until then): operators that take
+ * integer weights (QP_TRAIT_QWEIGHT, model/op.h) never need it, and an
+ * LLM's float copy would be four times its int8 size. */
 struct qp_wquant {
     struct qp_tensor *q;
     struct qp_tensor *fake;
@@ -73,6 +76,12 @@ enum qp_status qp_wcache_put(struct qp_wcache *c, int value,
                              const struct qp_wscheme *ws,
                              const struct qp_wquant_opts *o, uint64_t key,
                              struct qp_wquant *w, struct qp_error *err);
+
+/* The dequantized float copy of w (a result of qp_wcache_get or _keyed on
+ * c), made now when it was not yet (a calibrated weight's is the one put);
+ * *out is borrowed from the cache. */
+enum qp_status qp_wcache_fake(struct qp_wcache *c, const struct qp_wquant *w,
+                              const struct qp_tensor **out, struct qp_error *err);
 
 struct qp_wcache_stats qp_wcache_stats(const struct qp_wcache *c);
 

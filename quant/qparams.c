@@ -84,17 +84,30 @@ void qp_qparams_from_range(const struct qp_qformat *f, enum qp_round r,
 {
     int32_t qmin, qmax;
     qp_qformat_range(f, &qmin, &qmax);
+    float s;
+    double z = 0;
     if (!f->asym) {
         double amax = fmax(fabs((double)lo), fabs((double)hi));
-        *scale = safe_scale(amax / qmax);
-        *zp = 0;
-        return;
+        s = safe_scale(amax / qmax);
+    } else {
+        double l = fmin((double)lo, 0), h = fmax((double)hi, 0);
+        s = safe_scale((h - l) / (qmax - qmin));
+        z = fmin(fmax(qmin - round_d(l / s, r), qmin), qmax);
     }
-    double l = fmin((double)lo, 0), h = fmax((double)hi, 0);
-    float s = safe_scale((h - l) / (qmax - qmin));
-    double z = qmin - round_d(l / s, r);
+    /* The grid s * (q - z), q in [qmin, qmax], reaches beyond [lo, hi]: by
+     * up to a step on the side the rounded zero point favours, and to
+     * qmin = -qmax - 1 when symmetric; and s is rounded to float. For a
+     * range near +-FLT_MAX those ends would dequantize to infinity. The
+     * scale shrinks until the whole grid is finite (the range's ends are
+     * then clipped by at most a step). */
+    double reach = fmax(z - qmin, qmax - z);
+    if ((double)s * reach > FLT_MAX) {
+        s = (float)(FLT_MAX / reach);
+        while ((double)s * reach > FLT_MAX)
+            s = nextafterf(s, 0);
+    }
     *scale = s;
-    *zp = (int32_t)fmin(fmax(z, qmin), qmax);
+    *zp = (int32_t)z;
 }
 
 /* ---- layouts ------------------------------------------------------------ */

@@ -21,6 +21,10 @@
  * multiplier by TFLite (the channel's bias lost) and refused by XNNPACK
  * (below 2^-32 for rndnu, denormal products for fp32). Every scale is so
  * in [2^-32, FLT_MAX] or 1: never zero, denormal, NaN or infinite.
+ * Every grid value s * (q - z), q in [qmin, qmax], is a finite float: for
+ * a range near +-FLT_MAX (where an end of the grid would lie beyond
+ * FLT_MAX) s is lowered to FLT_MAX / max(z - qmin, qmax - z), clipping the
+ * range's ends by at most a step.
  *
  * Geometry. A tensor is viewed as [outer, dim, inner] around its
  * quantization axis. Per-channel uses the output axis, group-wise blocks of

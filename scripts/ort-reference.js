@@ -229,6 +229,7 @@ const ORT_TYPES = {
     float32: ['<f4', Float32Array], int64: ['<i8', BigInt64Array],
     int32: ['<i4', Int32Array], bool: ['|b1', Uint8Array], float64: ['<f8', Float64Array],
     int8: ['|i1', Int8Array], uint8: ['|u1', Uint8Array],
+    int16: ['<i2', Int16Array], uint16: ['<u2', Uint16Array],
 };
 
 async function cmdRun(a) {

@@ -31,9 +31,25 @@ static void pixel(size_t n, size_t taps, const uint8_t *const *x,
     qp_dw_s8_pixel_tail(c, n, taps, x, w, s, zp, init, acc);
 }
 
+/* 8 pixels per ymm; the tap weights broadcast. */
+static void row(size_t n, size_t taps, const uint8_t *const *x,
+                const int32_t *w, bool s, int32_t init, int32_t *acc)
+{
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256i a = _mm256_set1_epi32(init);
+        for (size_t t = 0; t < taps; t++)
+            a = _mm256_add_epi32(a, _mm256_mullo_epi32(load8(x[t] + j, s),
+                                                       _mm256_set1_epi32(w[t])));
+        _mm256_storeu_si256((__m256i *)(acc + j), a);
+    }
+    qp_dw_s8_row_tail(j, n, taps, x, w, s, init, acc);
+}
+
 const struct qp_dw_s8_ukernel qp_dw_s8_avx2 = {
     .name = "avx2",
     .isa = QP_KERN_AVX2,
     .pixel = pixel,
+    .row = row,
 };
 #endif

@@ -27,9 +27,29 @@ static void pixel(size_t n, size_t taps, const uint8_t *const *x,
     }
 }
 
+/* 16 pixels per zmm, the last partial vector masked; the tap weights
+ * broadcast. */
+static void row(size_t n, size_t taps, const uint8_t *const *x,
+                const int32_t *w, bool s, int32_t init, int32_t *acc)
+{
+    const __m512i a0 = _mm512_set1_epi32(init);
+    for (size_t j = 0; j < n; j += 16) {
+        __mmask16 m = n - j >= 16 ? (__mmask16)0xffff
+                                  : (__mmask16)((1u << (n - j)) - 1);
+        __m512i a = a0;
+        for (size_t t = 0; t < taps; t++) {
+            __m128i b = _mm_maskz_loadu_epi8(m, x[t] + j);
+            __m512i v = s ? _mm512_cvtepi8_epi32(b) : _mm512_cvtepu8_epi32(b);
+            a = _mm512_add_epi32(a, _mm512_mullo_epi32(v, _mm512_set1_epi32(w[t])));
+        }
+        _mm512_mask_storeu_epi32(acc + j, m, a);
+    }
+}
+
 const struct qp_dw_s8_ukernel qp_dw_s8_avx512 = {
     .name = "avx512",
     .isa = QP_KERN_AVX512,
     .pixel = pixel,
+    .row = row,
 };
 #endif

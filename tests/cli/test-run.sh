@@ -37,7 +37,7 @@ test_run_bad_files_fail_cleanly() {
     # an input that does not fit the model: no partial dump
     m=$NODE/test_conv_with_strides_padding
     assert_exit 1 "$QPROBE" run "$NODE/test_relu/model.onnx" --input "$m/test_data_set_0/input_0.pb" --dump dump/
-    assert_contains err "graph input 'x' has shape [1,1,7,5], the model expects [3,4,5]"
+    assert_contains err "test_data_set_0/input_0.pb': tensor 'x' has shape [1,1,7,5], the model's input 'x' is [3,4,5]"
     [ ! -e dump ] || fail "a partial dump was left"
     no_tmp_left .
     # an integer tensor for a float input
@@ -83,5 +83,5 @@ test_run_batch_must_fit_a_fixed_batch_dim() {
     assert_contains err "graph input 'x' has shape [6,4,5], the model expects [3,4,5]"
     assert_exit 1 "$QPROBE" run "$m/model.onnx" --input "$in" \
         --input "$NODE/test_conv_with_strides_padding/test_data_set_0/input_0.pb"
-    assert_contains err "input 'x': cannot batch f32 [3,4,5] with f32 [1,1,7,5]"
+    assert_contains err "test_conv_with_strides_padding/test_data_set_0/input_0.pb': tensor 'x' has shape [1,1,7,5], the model's input 'x' is [3,4,5]"
 }

@@ -78,6 +78,9 @@ static uint64_t next(void)
 int main(int argc, char **argv)
 {
     long runs = 1000;
+    /* what make fuzz-long gives libFuzzer: declared sizes beyond it fail
+     * as qprobe's clean error, not as a giant allocation */
+    setenv("QP_MAX_ALLOC", "256M", 0);
     for (int i = 1; i < argc; i++) {
         if (!strncmp(argv[i], "-runs=", 6))
             runs = strtol(argv[i] + 6, NULL, 10);

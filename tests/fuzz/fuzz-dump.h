@@ -13,13 +13,11 @@
 
 #include "formats/dump.h"
 
-static inline void fuzz_dump_read_all(const char *path,
-                                      enum qp_dump_format format)
+/* Loads every tensor of d, reads every element and every metadata entry,
+ * and closes d. */
+static inline void fuzz_dump_walk(struct qp_dump *d)
 {
     struct qp_error err;
-    struct qp_dump *d;
-    if (qp_dump_open(path, format, &d, &err) != QP_OK)
-        return;
     for (size_t i = 0; i < qp_dump_count(d); i++) {
         struct qp_tensor *t;
         if (qp_dump_load(d, i, &t, &err) != QP_OK)
@@ -37,6 +35,15 @@ static inline void fuzz_dump_read_all(const char *path,
             __builtin_trap();
     }
     qp_dump_close(d);
+}
+
+static inline void fuzz_dump_read_all(const char *path,
+                                      enum qp_dump_format format)
+{
+    struct qp_error err;
+    struct qp_dump *d;
+    if (qp_dump_open(path, format, &d, &err) == QP_OK)
+        fuzz_dump_walk(d);
 }
 
 static inline void fuzz_dump_bytes(const uint8_t *data, size_t size,

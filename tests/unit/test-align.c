@@ -183,7 +183,7 @@ QP_TEST(align_map_rejects_malformed_files)
         {"{\"pairs\": {\"a\": 3}}", "pair \"a\": the test name must be a string"},
         {"{\"pairs\": {\"a\": \"x\", \"b\": \"x\"}}", "test tensor 'x' is paired twice"},
         {"{\"pairs\": {\"a\": \"x\", \"a\": \"y\"}}",
-         "reference tensor 'a' is paired twice"},
+         "key \"a\" appears twice in \"pairs\""},
         {"{\"rules\": {}}", "\"rules\" must be an array"},
         {"{\"rules\": [3]}", "rule 0 must be an object"},
         {"{\"rules\": [{\"test\": \"a\"}]}", "rule 0 needs string members"},

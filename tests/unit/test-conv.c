@@ -509,3 +509,78 @@ QP_TEST(conv_chooses_gemm_depthwise_or_reference)
     CHECK_STR(qp_conv_s8_variant(&c, buf, sizeof buf), "ref");
     qp_conv_s8_release(&c);
 }
+
+/* NCHW with one group runs without transposes (kernels/conv-s8-nchw.h):
+ * planes of several blocks of 192 pixels and a partial one, both threads,
+ * the 1x1 direct rows (int8 input) and gathered ones (uint8, strides,
+ * dilation, padding), channel counts off the 8-row tiles, uint8 weights
+ * with per-channel zero points, batches. */
+QP_TEST(conv_nchw_direct_matches_reference)
+{
+    uint64_t r = 0x5eed;
+    struct cprob q = {.layout = QP_CONV_NCHW, .batch = 2, .h = 23, .w = 29,
+                      .ic = 19, .oc = 13, .groups = 1, .kh = 1, .kw = 1,
+                      .stride = 1, .dil = 1, .idt = QP_DTYPE_I8,
+                      .fdt = QP_DTYPE_I8, .izp = -3, .requant = 1,
+                      .per_channel = 1, .bias = 1, .threads = 2};
+    check_cprob(ctx, &r, &q);             /* 1x1: the input's own rows */
+    q.idt = QP_DTYPE_U8;
+    q.izp = 200;
+    check_cprob(ctx, &r, &q);             /* 1x1 gathered (uint8 flipped) */
+    q.kh = q.kw = 3;
+    q.pt = q.pl = q.pb = q.pr = 1;
+    q.oc = 24;
+    check_cprob(ctx, &r, &q);             /* 3x3 pad 1 */
+    q.stride = 2;
+    q.fdt = QP_DTYPE_U8;
+    check_cprob(ctx, &r, &q);             /* stride 2, uint8 weights */
+    q.stride = 1;
+    q.dil = 2;
+    q.kh = q.kw = 5;
+    q.pt = 0;
+    q.pl = 3;
+    q.pb = 4;
+    q.pr = 2;
+    q.per_channel = 0;
+    q.bias = 0;
+    check_cprob(ctx, &r, &q);             /* 5x5 dilated, uneven padding */
+    q.h = 1;
+    q.w = 300;
+    q.kh = 1;
+    q.pt = q.pb = 0;
+    q.extreme = 1;
+    q.ic = 40;
+    q.oc = 50;
+    check_cprob(ctx, &r, &q);             /* a 1-D row, extreme values */
+    /* depthwise planes (kernels/depthwise-s8-nchw.h): depth multiplier 2,
+     * padding, both threads; then 5x5 dilated, int8 */
+    struct cprob dq = {.layout = QP_CONV_NCHW, .batch = 2, .h = 30, .w = 70,
+                       .ic = 24, .oc = 48, .groups = 24, .kh = 3, .kw = 3,
+                       .stride = 1, .dil = 1, .pt = 1, .pl = 1, .pb = 1,
+                       .pr = 1, .idt = QP_DTYPE_U8, .fdt = QP_DTYPE_I8,
+                       .izp = 77, .requant = 1, .per_channel = 1, .bias = 1,
+                       .threads = 2};
+    check_cprob(ctx, &r, &dq);
+    dq.kh = dq.kw = 5;
+    dq.dil = 2;
+    dq.pt = 4;
+    dq.pb = 2;
+    dq.pl = 0;
+    dq.pr = 3;
+    dq.idt = QP_DTYPE_I8;
+    dq.izp = -9;
+    dq.oc = 24;
+    check_cprob(ctx, &r, &dq);
+    /* 5x5 and 7x7 undilated: AVX-512 VNNI rows, four taps a lane (two
+     * groups per kernel row; channels whose weights leave int8 take the
+     * plain rows), int8 then uint8 input with extreme values */
+    dq.dil = 1;
+    dq.pt = dq.pl = dq.pb = dq.pr = 2;
+    check_cprob(ctx, &r, &dq);
+    dq.kh = dq.kw = 7;
+    dq.pt = dq.pl = dq.pb = dq.pr = 3;
+    dq.idt = QP_DTYPE_U8;
+    dq.izp = 201;
+    dq.extreme = 1;
+    check_cprob(ctx, &r, &dq);
+}

@@ -264,7 +264,7 @@ QP_TEST(exec_hooks_replace_and_rewrite_nodes)
     const struct qp_tensor *feed[1] = {x};
     struct qp_tensor *out[1];
     int calls = 0;
-    struct qp_exec_hooks h = {hook_run, hook_after, NULL, NULL, &calls};
+    struct qp_exec_hooks h = {hook_run, hook_after, NULL, NULL, &calls, NULL};
     struct qp_exec_opts o = {.hooks = &h};
     REQUIRE_OK(qp_exec_run(g, feed, 1, &o, out, NULL, &err), &err);
     /* x=3: a = 2*relu(3) = 6, b = 6-1 = 5, c = |5| = 5, y = 4

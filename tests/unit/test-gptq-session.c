@@ -192,8 +192,8 @@ QP_TEST(gptq_session_refusals_and_warnings)
     CHECK_OK(qp_dump_writer_commit(w, &err), &err);
     qp_tensor_free(t);
     CHECK_FAILS(qp_session_add_calib(s, bad, NULL, &err), QP_E_SHAPE, &err,
-                "bad.npy': graph input 'x' has shape [2,3,6,6], the model "
-                "expects [2,4,6,6]");
+                "bad.npy': tensor 'bad' has shape [2,3,6,6], the model's "
+                "input 'x' is [2,4,6,6]");
     free(bad);
     /* few rows for a layer's width: a warning (few_tokens), not an error;
      * a group wider than the input axis is the channel */

@@ -49,3 +49,34 @@ QP_TEST(json_build_print_roundtrip)
     qp_json_free(r);
     qp_json_free(o);
 }
+
+QP_TEST(json_refuses_repeated_keys_at_any_depth)
+{
+    struct qp_error err;
+    struct qp_json *r = NULL;
+    CHECK_FAILS(qp_json_parse("{\"a\": 1, \"b\": 2, \"a\": 3}", "'t.json'", &r,
+                              &err),
+                QP_E_FORMAT, &err,
+                "'t.json': key \"a\" appears twice in the top-level object");
+    CHECK(r == NULL);
+    CHECK_FAILS(qp_json_parse("{\"x\": {\"rules\": [{\"k\": 1}, {\"k\": 1, "
+                              "\"k\": 2}]}}", "'t.json'", &r, &err),
+                QP_E_FORMAT, &err,
+                "key \"k\" appears twice in \"x\".\"rules\"[1]");
+    CHECK_FAILS(qp_json_parse("[[{\"\": 0, \"\": 0}]]", "'t.json'", &r, &err),
+                QP_E_FORMAT, &err, "key \"\" appears twice in [0][0]");
+    /* the same key in two objects, and keys differing in case, are fine */
+    REQUIRE_OK(qp_json_parse("{\"a\": {\"k\": 1}, \"b\": {\"k\": 2}, \"A\": 0}",
+                             "t", &r, &err), &err);
+    qp_json_free(r);
+    /* deep nesting is refused by the parser, not by a stack overflow */
+    char deep[6000];
+    size_t n = 0;
+    for (int i = 0; i < 2500; i++)
+        deep[n++] = '[';
+    for (int i = 0; i < 2500; i++)
+        deep[n++] = ']';
+    deep[n] = '\0';
+    CHECK_FAILS(qp_json_parse(deep, "'deep.json'", &r, &err), QP_E_FORMAT, &err,
+                "'deep.json': invalid JSON");
+}

@@ -267,8 +267,13 @@ QP_TEST(dump_open_errors_name_the_path)
 {
     struct qp_error err;
     struct qp_dump *d;
-    CHECK_FAILS(qp_dump_open("x.unknown", QP_DUMP_AUTO, &d, &err),
-                QP_E_UNSUPPORTED, &err, "'x.unknown': unknown dump format");
+    char *unk = qp_test_path(ctx, "x.unknown");
+    qp_test_write_file(unk, "x", 1);
+    CHECK_FAILS(qp_dump_open(unk, QP_DUMP_AUTO, &d, &err),
+                QP_E_UNSUPPORTED, &err, "x.unknown': unknown dump format");
+    free(unk);
+    CHECK_FAILS(qp_dump_open("x.unknown", QP_DUMP_AUTO, &d, &err), QP_E_IO,
+                &err, "'x.unknown': cannot open: No such file or directory");
     CHECK_FAILS(qp_dump_open("/nonexistent.npy", QP_DUMP_AUTO, &d, &err),
                 QP_E_IO, &err, "/nonexistent.npy");
     char *p = qp_test_path(ctx, "bad.npy");

@@ -408,7 +408,7 @@ QP_TEST(npz_rejects_malformed_archives)
         {"{\"tensors\": {\"a\": {\"layout\": 4}}}", QP_E_FORMAT,
          "tensor 'a': layout is not a string"},
         {"{\"tensors\": {\"a\": {}, \"a\": {}}}", QP_E_FORMAT,
-         "tensor 'a' is described twice"},
+         "key \"a\" appears twice in \"tensors\""},
         {"{\"tensors\": [], \"version\": 1}", QP_E_FORMAT,
          "tensors is a array, expected an object"},
         {"{\"version\": 2}", QP_E_UNSUPPORTED, "unknown version"},

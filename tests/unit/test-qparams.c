@@ -417,3 +417,38 @@ QP_TEST(qparams_minmax_per_index_and_nonfinite)
     CHECK_FAILS(qp_qgeom_minmax(&g, x, "tensor 'w'", lo, hi, &err), QP_E_INVAL,
                 &err, "element 7 is -inf");
 }
+
+QP_TEST(qparams_grids_of_ranges_near_flt_max_are_finite)
+{
+    /* w4g8z on weights of +-3.4e38: s = 6.8e38 / 15, z = 8, so q = 0
+     * dequantized to -8 s = -3.6e38, which is -inf in float */
+    static const float ranges[][2] = {
+        {-FLT_MAX, FLT_MAX}, {-3.4e38f, 3.4e38f}, {-FLT_MAX, 1}, {-1, FLT_MAX},
+        {-FLT_MAX, FLT_MAX / 3}, {-1e38f, FLT_MAX}};
+    for (unsigned b = 2; b <= 16; b++) {
+        if (b > 8 && b < 16)
+            continue;
+        for (int rm = 0; rm < 4; rm++)
+            for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+                /* asymmetric and symmetric, each in both rounding modes */
+                struct qp_qformat f = fmt(b, rm < 2, false);
+                float s, lo = ranges[i][0], hi = ranges[i][1];
+                int32_t z, qmin, qmax;
+                qp_qformat_range(&f, &qmin, &qmax);
+                qp_qparams_from_range(&f, (enum qp_round)(rm % 2), lo, hi, &s,
+                                      &z);
+                float g0 = s * (float)(qmin - z), g1 = s * (float)(qmax - z);
+                /* finite, and the range's ends within one step (of the
+                 * unclipped scale) of the grid */
+                double step = (f.asym ? ((double)fmaxf(hi, 0) - fminf(lo, 0)) /
+                                            (qmax - qmin)
+                                      : fmax(-(double)lo, hi) / qmax) * 1.001;
+                if (!isfinite(g0) || !isfinite(g1) ||
+                    (double)g0 > (double)lo + step ||
+                    (double)g1 < (double)hi - step)
+                    qp_test_failf(ctx, __FILE__, __LINE__,
+                                  "bits %u range [%g, %g]: s %g z %d grid [%g, %g]",
+                                  b, lo, hi, s, z, g0, g1);
+            }
+    }
+}

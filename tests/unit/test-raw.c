@@ -289,6 +289,9 @@ QP_TEST(raw_rejects_malformed_sidecars_and_sizes)
          QP_E_SHAPE, "x.raw': tensor 'x': 2 scales given, axis 1 block 0 needs 3"},
         {"{}", QP_E_FORMAT, "x.raw': 6 bytes are not a whole number of f32 values "
                             "(no dtype given)"},
+        /* a repeated key was read as its first value */
+        {"{\"dtype\": \"i8\", \"dtype\": \"f32\"}", QP_E_FORMAT,
+         "x.json': key \"dtype\" appears twice in the top-level object"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         REQUIRE(put_text(dir, "x.json", cases[i].sidecar));
@@ -322,7 +325,7 @@ QP_TEST(raw_rejects_malformed_indexes_and_encodings)
          "index.json': metadata value 'k' is a number, expected a string"},
         {QP_RAW_INDEX, "{\"tensors\": {\"b\": {\"file\": \"a.raw\"},"
                        " \"b\": {\"file\": \"a.raw\"}}}", QP_E_FORMAT,
-         "tensor name 'b' appears twice"},
+         "key \"b\" appears twice in \"tensors\""},
         {QP_RAW_INDEX, "{\"tensors\": ", QP_E_FORMAT, "index.json': invalid JSON"},
         {"e.json", "{\"activation_encodings\": 3}", QP_E_FORMAT,
          "e.json': activation_encodings is a number, expected an object or a list"},

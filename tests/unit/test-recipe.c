@@ -153,7 +153,7 @@ QP_TEST(recipe_refuses_malformed_recipes)
     BAD("{\"qprobe_recipe\": 1, \"layers\": {\"\": \"w8c\"}}",
         "layers: a glob is empty");
     BAD("{\"qprobe_recipe\": 1, \"layers\": {\"a\": \"w8c\", \"a\": \"fp32\"}}",
-        "layers \"a\" appears twice");
+        "key \"a\" appears twice in \"layers\"");
 }
 
 QP_TEST(recipe_load_names_the_file)

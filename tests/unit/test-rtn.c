@@ -560,3 +560,39 @@ QP_TEST(rtn_default_selection_and_device_bytes)
     qp_tensor_free(c);
     qp_tensor_free(i);
 }
+
+QP_TEST(rtn_weights_near_flt_max_dequantize_to_finite_values)
+{
+    /* the fuzzing campaign's case: asymmetric schemes on weights of
+     * +-3.4e38 wrote -inf with --fake (the grid's low end beyond FLT_MAX) */
+    static const char *const schemes[] = {"w4g8z", "w8cz", "w2tz", "w16cz",
+                                          "w4g8z@mse", "w8c", "w4g8"};
+    float x[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = i % 2 ? 3.4e38f : -3.4e38f;
+    x[3] = 1.0f;
+    x[8] = -FLT_MAX;
+    x[13] = FLT_MAX;
+    int64_t shape[2] = {2, 8};
+    struct qp_error err;
+    for (size_t k = 0; k < sizeof schemes / sizeof schemes[0]; k++) {
+        struct qp_scheme sc;
+        REQUIRE_OK(qp_scheme_parse(schemes[k], &sc, NULL, &err), &err);
+        struct qp_tensor *w, *t;
+        REQUIRE_OK(qp_tensor_wrap("w", QP_DTYPE_F32, 2, shape, x, sizeof x, NULL,
+                                  &w, &err), &err);
+        struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, QP_WLAYOUT_TORCH};
+        REQUIRE_OK(qp_rtn_quantize(w, &sc.w, &o, &t, &err), &err);
+        float d[16];
+        qp_tensor_read_f32(t, 0, 16, d);
+        for (int i = 0; i < 16; i++) {
+            /* finite, and within a step of a +-FLT_MAX range */
+            double tol = 2.02 * FLT_MAX / ((1 << sc.w.f.bits) - 2);
+            if (!isfinite(d[i]) || fabs((double)d[i] - (double)x[i]) > tol)
+                qp_test_failf(ctx, __FILE__, __LINE__, "%s: element %d: %g -> %g",
+                              schemes[k], i, x[i], d[i]);
+        }
+        qp_tensor_free(t);
+        qp_tensor_free(w);
+    }
+}

@@ -170,7 +170,7 @@ QP_TEST(safetensors_rejects_malformed_files)
          QP_E_FORMAT, "tensor 'a': data_offsets [0,16] exceed the data section (12 bytes)"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
          "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", 16,
-         QP_E_FORMAT, "tensor 'a' appears twice in the header"},
+         QP_E_FORMAT, "key \"a\" appears twice in the top-level object"},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
          "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 16,
          QP_E_FORMAT, "tensors 'a' [0,8] and 'b' [4,12] overlap"},
@@ -199,9 +199,9 @@ QP_TEST(safetensors_rejects_malformed_files)
         {"{\"__metadata__\":[]}", 0, QP_E_FORMAT,
          "__metadata__: metadata is a array"},
         {"{\"__metadata__\":{},\"__metadata__\":{}}", 0, QP_E_FORMAT,
-         "__metadata__ appears twice"},
+         "key \"__metadata__\" appears twice in the top-level object"},
         {"{\"__metadata__\":{\"k\":\"1\",\"k\":\"2\"}}", 0, QP_E_FORMAT,
-         "metadata key 'k' appears twice"},
+         "key \"k\" appears twice in \"__metadata__\""},
         {"{\"__metadata__\":{\"__qprobe__\":\"{oops\"}}", 0, QP_E_FORMAT,
          "__metadata__ __qprobe__: invalid JSON"},
         {"{\"__metadata__\":{\"__qprobe__\":\"{\\\"tensors\\\":{\\\"w\\\":{\\\"axis\\\":0}}}\"}}",

@@ -57,7 +57,7 @@ QP_TEST(tokenizer_refuses_malformed_json_and_models)
     bad_doc(ctx, "\"a\": 0, \"b\": 5000000", NULL, "", "", QP_E_FORMAT,
             "token 'b' has id 5000000, far past");
     bad_doc(ctx, "\"a\": 0, \"a\": 1", NULL, "", "", QP_E_FORMAT,
-            "token 'a' has two ids");
+            "key \"a\" appears twice in \"model\".\"vocab\"");
     bad_doc(ctx, V, NULL, "\"unk_token\": \"<unk>\"", "", QP_E_FORMAT,
             "unk_token '<unk>' is not in the vocabulary");
     bad_doc(ctx, V, NULL, "\"dropout\": 0.1", "", QP_E_UNSUPPORTED,
