@@ -13,6 +13,8 @@
 #include "cli/opt-types.h"
 #include "core/strmap.h"
 #include "formats/dump.h"
+#include "model/llama-import.h"
+#include "model/llm.h"
 #include "model/wlayout.h"
 #include "quant/ckpt.h"
 #include "quant/recipe.h"
@@ -31,10 +33,11 @@ static const struct qp_cli cli = {
     "2..8 or 16; t per-tensor, c per output channel, g N groups of N along the\n"
     "input axis (a last partial group is allowed); z asymmetric (unsigned), n\n"
     "narrow symmetric; @mse searches the clipping range per channel/group.\n"
-    "@gptq (an .onnx MODEL and --calib DIR): GPTQ on the inputs each Conv,\n"
-    "MatMul and Gemm sees on the calibration data, layer after layer with the\n"
-    "earlier layers already quantized (--gptq-inputs fp32: the float model's\n"
-    "inputs for every layer), on the grid RTN would use. OPTS, comma-separated:\n"
+    "@gptq (an .onnx MODEL and --calib DIR, or a Hugging Face Llama folder and\n"
+    "--calib TOKENS): GPTQ on the inputs each Conv, MatMul, Gemm and Linear\n"
+    "sees on the calibration data, layer after layer with the earlier layers\n"
+    "already quantized (--gptq-inputs fp32: the float model's inputs for\n"
+    "every layer), on the grid RTN would use. OPTS, comma-separated:\n"
     "  act     act-order: columns by decreasing Hessian diagonal (the groups\n"
     "          then go to OUT as NAME.g_idx: each input element's scale index)\n"
     "  static  static groups: group scales from the original weights first\n"
@@ -130,22 +133,52 @@ static bool uses_gptq(const struct args *a, const struct qp_recipe *r)
     return any;
 }
 
+/* Calibration sequences of a model folder: LLM_CALIB_SEQS of
+ * LLM_CALIB_CTX tokens at most, as eval's --calib. */
+#define LLM_CALIB_CTX 512
+#define LLM_CALIB_SEQS 16
+
+/* Opens the model folder `model` as an LLM session (*llm; *s borrows its
+ * session) with --calib's tokens (ids or text) as calibration sequences;
+ * *n counts them. */
+static enum qp_status open_llm(const struct args *a, const char *model,
+                               struct qp_llm **llm, struct qp_session **s,
+                               size_t *n, struct qp_error *err)
+{
+    int32_t *ids = NULL;
+    size_t nid = 0;
+    enum qp_status st = qp_llm_open(model, llm, err);
+    if (!st)
+        st = qp_llm_read_tokens(*llm, a->calib, &ids, &nid, err);
+    if (!st)
+        st = qp_llm_add_calib_ids(*llm, ids, nid, LLM_CALIB_CTX, LLM_CALIB_SEQS,
+                                  n, err);
+    free(ids);
+    *s = *llm ? (*llm)->s : NULL;
+    return st;
+}
+
 /* The GPTQ weights of the checkpoint's selection, made over --calib
  * through the model's graph (BatchNormalization kept: the weights are
- * the file's), wired into o. */
+ * the file's; a model folder's graph: model/llama-import.h), wired into
+ * o. *llm is the model folder's LLM (NULL for an .onnx model), which
+ * owns *s. */
 static enum qp_status make_gptq(const struct args *a, const char *model,
                                 struct qp_ckpt_opts *o, struct qp_session **s,
-                                struct qp_cli_gptq *c, struct qp_error *err)
+                                struct qp_llm **llm, struct qp_cli_gptq *c,
+                                struct qp_error *err)
 {
     struct qp_session_opts so = {.keep_bn = true};
     struct qp_qassign *as = NULL;
     size_t n = 0;
-    enum qp_status st = qp_session_open(model, &so, s, err);
-    if (!st)
+    bool dir = qp_llama_is_model_dir(model);
+    enum qp_status st = dir ? open_llm(a, model, llm, s, &n, err)
+                            : qp_session_open(model, &so, s, err);
+    if (!st && !dir)
         st = qp_session_add_calib(*s, a->calib, &n, err);
     if (!st && !n)
-        st = qp_fail(err, QP_E_NOTFOUND, "--calib '%s': no .npy or .pb "
-                     "inputs there", a->calib);
+        st = qp_fail(err, QP_E_NOTFOUND, dir ? "--calib '%s': no tokens"
+                     : "--calib '%s': no .npy or .pb inputs there", a->calib);
     if (!st)
         st = qp_cli_gptq_init(c, *s, a->fp32_inputs, a->quiet, err);
     const struct qp_graph *g = st ? NULL : qp_session_graph(*s);
@@ -162,9 +195,10 @@ static enum qp_status make_gptq(const struct args *a, const char *model,
     if (!st)
         st = qp_cli_gptq_make(c, *s, as, a->wq.round, err);
     if (!st && !a->quiet)
-        fprintf(stderr, "gptq: %zu layers on %zu calibration input%s (%s "
+        fprintf(stderr, "gptq: %zu layers on %zu calibration %s%s (%s "
                 "inputs) in %.2f s; mean out_err %.4g, RTN %.4g\n", c->layers,
-                n, n == 1 ? "" : "s", a->fp32_inputs ? "fp32" : "quantized",
+                n, dir ? "sequence" : "input", n == 1 ? "" : "s",
+                a->fp32_inputs ? "fp32" : "quantized",
                 c->seconds, c->layers ? c->out_err / (double)c->layers : 0,
                 c->layers ? c->rtn_out_err / (double)c->layers : 0);
     qp_qassign_free(as);
@@ -181,6 +215,7 @@ static int run(const struct args *a, const char *model)
     struct qp_dump_writer *w = NULL;
     struct qp_quant_report rep = {0};
     struct qp_session *sess = NULL;
+    struct qp_llm *llm = NULL;
     struct qp_cli_gptq gc = {0};
     struct qp_strmap layouts;
     struct qp_ckpt_result res = {0};
@@ -213,10 +248,11 @@ static int run(const struct args *a, const char *model)
             o.layout_note = "onnx-graph";
         }
     }
-    if (gptq && a->calib && in->format != QP_DUMP_ONNX) {
+    if (gptq && a->calib && in->format != QP_DUMP_ONNX &&
+        !qp_llama_is_model_dir(model)) {
         st = qp_fail(&err, QP_E_UNSUPPORTED, "'%s': GPTQ runs the model on the "
                      "calibration inputs, which needs its graph: give the .onnx "
-                     "model", model);
+                     "model or the Hugging Face model folder", model);
         goto done;
     }
     if ((st = qp_dump_writer_open(a->out, QP_DUMP_AUTO, &w, &err)))
@@ -225,7 +261,7 @@ static int run(const struct args *a, const char *model)
     struct qp_ckpt_opts pre = o;
     pre.calibrated = gptq && a->calib ? qp_cli_gptq_calibrated : NULL;
     if ((st = qp_ckpt_check(in, w->format, a->out, &pre, &err)) ||
-        (gptq && a->calib && (st = make_gptq(a, model, &o, &sess, &gc, &err))) ||
+        (gptq && a->calib && (st = make_gptq(a, model, &o, &sess, &llm, &gc, &err))) ||
         (a->report &&
          (st = qp_quant_report_open(a->report, gptq && a->calib, &rep, &err))))
         goto done;
@@ -267,7 +303,10 @@ done:
     qp_dump_close(in);
     if (sess)
         qp_cli_gptq_release(&gc);
-    qp_session_free(sess);
+    if (llm)
+        qp_llm_free(llm);
+    else
+        qp_session_free(sess);
     qp_strmap_release(&layouts);
     qp_recipe_free(recipe);
     qp_ckpt_result_release(&res);
@@ -301,7 +340,8 @@ int cmd_quantize(int argc, char **argv)
                       &a.wq.round, qp_opt_round),
         QP_OPT_STR_("calib", 0, "DIR", "calibration inputs for @gptq: every "
                     ".npy or .pb file of DIR (or one file) is one input set of "
-                    "the .onnx MODEL", &a.calib),
+                    "the .onnx MODEL; for a model folder, tokens (.npy ids or "
+                    "text): at most 16 sequences of 512", &a.calib),
         QP_OPT_GPTQ_INPUTS_(&a.fp32_inputs),
         QP_OPT_FLAG_("strict", 0, "fail when a recipe rule, --include or "
                      "--exclude matches no tensor", &a.strict),

@@ -126,7 +126,7 @@ bool qp_cli_gptq_calibrated(void *ctx, const char *name,
     struct qp_cli_gptq *c = ctx;
     size_t i;
     if (!qp_strmap_get(&c->byname, name, &i)) {
-        qp_cli_warn("tensor '%s': no Conv, MatMul or Gemm of the model reads "
+        qp_cli_warn("tensor '%s': no Conv, MatMul, Gemm or Linear of the model reads "
                     "it as its weight, so GPTQ has no inputs for it: rounded "
                     "to nearest on the same grid", name);
         return false;

@@ -1,10 +1,11 @@
 /* model/gptq-graph.h: GPTQ over the weighted layers of a graph (ONNX
- * Conv, MatMul, Gemm), fed by runs of the graph over calibration inputs.
+ * Conv, MatMul, Gemm; an LLM's Linear), fed by runs of the graph over
+ * calibration inputs.
  *
  * Capture. qp_gptq_node_rows turns a layer's input tensor into the rows
  * its Hessian needs and hands them to a qp_gptq_rows_fn (the
- * model-agnostic callback of quant/gptq-layer.h): MatMul's A [..., K] as
- * its rows, Gemm's A (transposed under transA), a Conv's input through
+ * model-agnostic callback of quant/gptq-layer.h): MatMul's and Linear's
+ * A [..., K] as its rows, Gemm's A (transposed under transA), a Conv's input through
  * im2col (kernels/conv-f32.h) one tile of output positions at a time, per
  * group. Nothing is kept: the Hessians grow batch by batch.
  *
@@ -21,7 +22,11 @@
  * may mix them); with fp32_inputs every layer sees the float model's
  * inputs. Activations stay float during calibration (weight-only GPTQ,
  * as the reference). Nodes that lead to no layer still to quantize are
- * not run.
+ * not run. In an LLM's block this is the reference's true-sequential
+ * order: q/k/v (which read the same input, so none waits for another),
+ * then o_proj on the attention of the quantized q/k/v, then gate/up, then
+ * down_proj on the SwiGLU of the quantized gate/up, each block on the
+ * outputs of the quantized blocks before it.
  *
  * Results go to the weight cache (model/wcache.h) under a key
  * (qp_gptq_graph_keys) that stands for the calibration inputs and, in
@@ -43,9 +48,9 @@
 
 struct qp_pool;
 
-/* Hands the rows node `node` (a capable Conv, MatMul or Gemm) reads from
- * its input x (f32) to fn as layer `layer`, parts numbered by convolution
- * group. scratch (may be NULL) receives a reusable im2col buffer (free it
+/* Hands the rows node `node` (a capable Conv, MatMul, Gemm or Linear)
+ * reads from its input x (f32) to fn as layer `layer`, parts numbered by
+ * convolution group. scratch (may be NULL) receives a reusable im2col buffer (free it
  * with free()). Errors name the layer; x non-float is QP_E_UNSUPPORTED. */
 enum qp_status qp_gptq_node_rows(const struct qp_graph *g, int node,
                                  const struct qp_tensor *x, qp_gptq_rows_fn fn,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/op-llm.h"
 #include "model/op.h"
 #include "quant/pack.h"
 
@@ -14,18 +15,24 @@ static bool is_op(const struct qp_node *n, const char *op)
     return !n->domain[0] && !strcmp(n->op_type, op);
 }
 
+bool qp_gview_llm_linear(const struct qp_node *n)
+{
+    return !strcmp(n->domain, QP_LLM_DOMAIN) && !strcmp(n->op_type, "Linear");
+}
+
 bool qp_gview_capable(const struct qp_graph *g, int i,
                       const struct qp_wscheme *ws, char *buf, size_t size)
 {
     const struct qp_node *n = &g->nodes[i];
-    bool conv = is_op(n, "Conv"), mm = is_op(n, "MatMul") || is_op(n, "Gemm");
+    bool conv = is_op(n, "Conv"), mm = is_op(n, "MatMul") || is_op(n, "Gemm") ||
+                                        qp_gview_llm_linear(n);
     const struct qp_value *wv = n->n_in > 1 && n->in[1] >= 0
                                     ? &g->values[n->in[1]] : NULL;
     const struct qp_tensor *w = wv ? wv->konst : NULL;
     const char *why = NULL;
     char tmp[96];
     if (!conv && !mm)
-        why = "GPTQ takes Conv, MatMul and Gemm weights";
+        why = "GPTQ takes Conv, MatMul, Gemm and Linear weights";
     else if (!w || !qp_dtype_traits(w->dtype)->is_float)
         why = "its weight is not a float constant";
     else if (mm && w->ndim != 2)

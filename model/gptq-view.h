@@ -1,10 +1,11 @@
-/* model/gptq-view.h: how the weight of an ONNX Conv, MatMul or Gemm is
- * laid out for GPTQ (quant/gptq-layer.h), and the result put back in the
+/* model/gptq-view.h: how the weight of an ONNX Conv, MatMul or Gemm, or
+ * of an LLM's Linear (model/op-llm.h), is laid out for GPTQ (quant/gptq-layer.h), and the result put back in the
  * weight's own layout with the parameters RTN gives that layout, so a
  * GPTQ weight is stored, read and run exactly as an RTN one.
  *
  *   MatMul / Gemm B [K, N] (keras, io): rows N, columns K (transposed)
  *   Gemm B [N, K] (transB, torch):      rows N, columns K
+ *   Linear W [N, K] (torch):            rows N, columns K
  *   Conv W [O, I/g, k...]:              g parts of [O/g, I/g * kvol]
  *
  * A convolution's columns are im2col's (channel-major: i * kvol + tap),
@@ -53,8 +54,12 @@ struct qp_gview {
     int64_t *colmap;           /* [vcols] or NULL (identity), owned */
 };
 
+/* Whether n is the qprobe-domain Linear of an LLM graph (model/op-llm.h:
+ * y = x W^T, x [..., K]). */
+bool qp_gview_llm_linear(const struct qp_node *n);
+
 /* Whether node i (weighted, its weight w under scheme ws) can run GPTQ:
- * a Conv (not ConvTranspose) or a 2-D MatMul / Gemm weight read by this
+ * a Conv (not ConvTranspose) or a 2-D MatMul / Gemm / Linear weight read by this
  * node alone, and no per-tensor scale shared by a grouped convolution's
  * groups. When not, why (a short phrase) goes to buf. */
 bool qp_gview_capable(const struct qp_graph *g, int i,
