@@ -21,9 +21,12 @@
  *                      layer count from MODEL (a checkpoint) or --layers
  *   gptqmodel-dynamic  GPTQModel's QuantizeConfig with its `dynamic` dict
  *                      (analysis/export-llm.h); recipe-only, MODEL optional
- *   gguf, gptq         Llama-family checkpoints as GGUF v3 / GPTQ
- *                      safetensors: listed, not built yet (they need the
- *                      Llama-family loader and GPTQ)
+ *   gptq               a Llama-family folder quantized by GPTQ, written
+ *                      as AutoGPTQ / GPTQModel checkpoints are
+ *                      (analysis/export-gptq.h); MODEL (a folder), --scheme
+ *                      '@gptq' and --calib tokens
+ *   gguf               Llama-family checkpoints as GGUF v3: listed, not
+ *                      built yet
  *
  * A format refuses a model of the wrong kind (GGUF from an ONNX CNN, a
  * QDQ ONNX from a checkpoint) naming both. Recipe rules that match no

@@ -15,6 +15,8 @@
  *            | 'damp' D   dampening, a fraction of mean(diag H); 0 < D < 1,
  *                         at most 6 decimals (default 0.01)
  *            | 'blk' N    columns per lazy batch, 1..2^30 (default 128)
+ *            | 'half'     scales rounded to float16 (nearest even), as GPTQ
+ *                         checkpoints store them (analysis/export-gptq.h)
  *   ACTS    := 'a' BITS ( 't' | 'd' ) [ 'z' | 'n' ] [ ':' RANGE ]
  *   RANGE   := 'minmax' (default) | 'ema' | 'pct' P | 'mse' | 'kl'
  *   BITS    := 2..8 | 16;  N := 1..2^30;  0 < P <= 100
@@ -91,6 +93,7 @@ struct qp_gptq_options {
     bool mse;           /* 'mse' */
     double damp;        /* 'damp' D; 0 = QP_GPTQ_DAMP_DEFAULT */
     int64_t block;      /* 'blk' N; 0 = QP_GPTQ_BLOCK_DEFAULT */
+    bool half_scales;   /* 'half' */
 };
 
 struct qp_wscheme {

@@ -110,3 +110,31 @@ test_gptq_llm_refusals() {
     [ ! -e q.safetensors ] || fail "a partial checkpoint was left"
     no_tmp_left .
 }
+
+test_gptq_llm_export_gptq_checkpoint() {
+    gptq_llm_setup
+    assert_exit 0 "$QPROBE" export "$TINY" --scheme w4g128@gptq --calib train.txt \
+        --to gptq -o gq
+    assert_contains out "gq: 28 layers GPTQ-packed (w4g128@gptq:half, fp16 scales), 10 tensors kept"
+    assert_eq "$(ls gq | tr '\n' ' ')" "config.json generation_config.json model.safetensors quantize_config.json tokenizer.json tokenizer_config.json "
+    cmp "$TINY/tokenizer.json" gq/tokenizer.json
+    assert_contains gq/quantize_config.json '"group_size":	128'
+    assert_contains gq/quantize_config.json '"checkpoint_format":	"gptq"'
+    assert_contains gq/config.json '"quantization_config": {"bits":4,"group_size":128,"sym":true,"desc_act":false'
+    "$QPROBE" inspect gq/model.safetensors --csv s.csv >/dev/null
+    # qweight: 8 input rows a word; down_proj's 344 inputs in 3 groups
+    assert_eq "$(csv_field s.csv model.layers.3.mlp.down_proj.qweight dtype) $(csv_field s.csv model.layers.3.mlp.down_proj.qweight shape)" "i32 43x128"
+    assert_eq "$(csv_field s.csv model.layers.3.mlp.down_proj.scales dtype) $(csv_field s.csv model.layers.3.mlp.down_proj.scales shape)" "f16 3x128"
+    assert_eq "$(csv_field s.csv model.layers.3.mlp.down_proj.qzeros shape)" 3x16
+    assert_eq "$(csv_field s.csv model.layers.3.mlp.down_proj.g_idx max)" 2
+    # symmetric: every zero point 8, stored as 7 in each nibble
+    assert_eq "$(csv_field s.csv model.layers.0.self_attn.q_proj.qzeros min)" "$(csv_field s.csv model.layers.0.self_attn.q_proj.qzeros max)"
+    assert_eq "$(csv_field s.csv model.embed_tokens.weight dtype)" bf16
+    # refusals: no partial folder
+    assert_exit 1 "$QPROBE" export "$TINY" --scheme w4g128 --calib train.txt --to gptq -o bad
+    assert_contains err "weight-only '@gptq'"
+    assert_exit 1 "$QPROBE" export "$TINY" --scheme w4g128@gptq --to gptq -o bad
+    assert_contains err "needs --calib"
+    [ ! -e bad ] || fail "a partial export was left"
+    no_tmp_left .
+}

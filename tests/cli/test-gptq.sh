@@ -96,7 +96,7 @@ test_gptq_refusals_name_the_input() {
     mkdir bad
     "$MKDEMO" tensor bad/x.npy f32 1x3x8x8 "$(awk 'BEGIN { for (i = 0; i < 192; i++) printf "%s0.5", i ? "," : "" }')"
     assert_exit 1 "$QPROBE" quantize "$rec" --scheme w4c@gptq --calib bad -o z.safetensors
-    assert_contains err "calibration input 'bad/x.npy': graph input 'x' has shape [1,3,8,8], the model expects [-1,3,48,-1]"
+    assert_contains err "'bad/x.npy': tensor 'x' has shape [1,3,8,8], the model's input 'x' is [-1,3,48,-1]"
     # a NaN reaching a layer is refused naming it
     mkdir nan
     "$MKDEMO" tensor nan/x.npy f32 1x3x48x16 "$(awk 'BEGIN { for (i = 0; i < 2304; i++) printf "%s%s", i ? "," : "", i == 100 ? "nan" : "0.25" }')"
