@@ -274,11 +274,11 @@ done_quiet:
         qp_tensor_free(outs[k]);
     free(outs);
     qp_session_free_inputs(s, feed);
+    qp_cli_gptq_release(&gc);
     if (llm)
         qp_llm_free(llm);
     else
         qp_session_free(s);
-    qp_cli_gptq_release(&gc);
     return rc;
 }
 

@@ -70,6 +70,7 @@ enum qp_status qp_cli_gptq_init(struct qp_cli_gptq *c, struct qp_session *s,
     c->g = qp_session_graph(s);
     qp_strmap_init(&c->byname);
     size_t n = (size_t)c->g->n_nodes + 1;
+    c->n = n - 1;
     c->warned = calloc(n, sizeof *c->warned);
     c->log = calloc(n, sizeof *c->log);
     c->logged = calloc(n, sizeof *c->logged);
@@ -88,7 +89,7 @@ enum qp_status qp_cli_gptq_init(struct qp_cli_gptq *c, struct qp_session *s,
 
 void qp_cli_gptq_release(struct qp_cli_gptq *c)
 {
-    for (int i = 0; c->layer && i < c->g->n_nodes; i++)
+    for (size_t i = 0; c->layer && i < c->n; i++)
         free(c->layer[i]);
     free(c->layer);
     free(c->warned);

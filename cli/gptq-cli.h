@@ -27,6 +27,7 @@ enum qp_status qp_opt_gptq_inputs(const char *arg, void *dest,
 
 struct qp_cli_gptq {
     const struct qp_graph *g;          /* borrowed */
+    size_t n;                          /* g's nodes (release needs no g) */
     struct qp_progress progress;
     bool *warned;                      /* [n_nodes] */
     struct qp_quant_report_gptq *log;  /* [n_nodes] */
