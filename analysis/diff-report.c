@@ -20,13 +20,31 @@ void qp_diff_shape_field(int ndim, const int64_t *shape, char *buf, size_t size)
                                 (long long)shape[i]);
 }
 
+/* order[ref_index] = the row's place in reference order (NULL: no memory). */
+static size_t *ref_order(const struct qp_diff *d)
+{
+    size_t top = 0;
+    for (size_t i = 0; i < d->nrows; i++)
+        top = d->rows[i].ref_index + 1 > top ? d->rows[i].ref_index + 1 : top;
+    size_t *order = calloc(top + 1, sizeof *order);
+    for (size_t i = 0; order && i < d->nrows; i++)
+        order[d->rows[i].ref_index] = 1;
+    for (size_t k = 0, n = 0; order && k < top; k++) {
+        size_t had = order[k];
+        order[k] = n;
+        n += had;
+    }
+    return order;
+}
+
 void qp_diff_write_csv(struct qp_csv_writer *w, const struct qp_diff *d)
 {
     static const char *const header[] = {
         "rank", "name", "shape", "numel", "sqnr_db", "cosine", "mae", "max_abs",
         "rel_l2", "ref_absmax", "nonfinite", "kl", "top1", "test_name",
-        "mae_lsb", "max_lsb", "rmse_lsb", "mismatches"};
+        "mae_lsb", "max_lsb", "rmse_lsb", "mismatches", "order"};
     qp_csv_row(w, header, sizeof header / sizeof header[0]);
+    size_t *order = ref_order(d);
     for (size_t i = 0; i < d->nrows; i++) {
         const struct qp_diff_row *r = &d->rows[i];
         char shape[200];
@@ -55,8 +73,13 @@ void qp_diff_write_csv(struct qp_csv_writer *w, const struct qp_diff *d)
             for (int k = 0; k < 4; k++)
                 qp_csv_str(w, NULL);
         }
+        if (order)
+            qp_csv_int(w, (int64_t)order[r->ref_index]);
+        else
+            qp_csv_str(w, NULL);
         qp_csv_end_row(w);
     }
+    free(order);
 }
 
 enum qp_status qp_diff_align_entries(const struct qp_dump *ref,

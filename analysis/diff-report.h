@@ -3,11 +3,14 @@
  *
  * Metrics CSV (one row per compared pair, in the diff's current order):
  *   rank,name,shape,numel,sqnr_db,cosine,mae,max_abs,rel_l2,ref_absmax,
- *   nonfinite,kl,top1,test_name,mae_lsb,max_lsb,rmse_lsb,mismatches
+ *   nonfinite,kl,top1,test_name,mae_lsb,max_lsb,rmse_lsb,mismatches,order
  * The first eleven columns are DESIGN.md's; kl and top1 are empty for
  * tensors not treated as logits; test_name is the paired test tensor;
  * mae_lsb, max_lsb, rmse_lsb and mismatches are errors in steps of the
- * test tensor's scale (analysis/lsb.h), empty unless it holds integers.
+ * test tensor's scale (analysis/lsb.h), empty unless it holds integers;
+ * order is the pair's place in reference order from 0 (model order for a
+ * dump of a run), so that a report can draw the metrics across depth
+ * whatever the rows' sort.
  * shape is written as dims joined by 'x' ("1x8x4x4", "scalar" for 0-d) so
  * that no field needs quoting; numel counts every element.
  *

@@ -88,7 +88,8 @@ static enum qp_status run_gnuplot(const char *dir, const char *gp,
     if (!prog || !*prog)
         prog = "gnuplot";
     char vars[512];
-    snprintf(vars, sizeof vars, "qp_dat='%s'; qp_out='%s'", dat, img);
+    snprintf(vars, sizeof vars, "qp_dat='%s'; qp_out='%s'; qp_term='%s'", dat, img,
+             qp_str_ends_with(out, ".svg") ? "svg" : "png");
     int fds[2];
     if (pipe(fds) != 0)
         return qp_fail(err, QP_E_IO, "'%s': cannot run gnuplot: %s", out,
@@ -148,15 +149,19 @@ static enum qp_status write_script(FILE *f, const char *out, const char *body)
         free(gp);
         return QP_E_NOMEM;
     }
-    fprintf(f, "# made by qprobe; to draw it again: cd to this folder, gnuplot %s\n",
-            gp);
+    fprintf(f, "# made by qprobe; to draw it again: cd to this folder, gnuplot %s\n"
+               "# (the terminal follows qp_out: gnuplot -e \"qp_out='x.svg'\" %s "
+               "draws an SVG)\n", gp, gp);
     fputs("if (!exists(\"qp_dat\")) qp_dat = ", f);
     qp_plot_quote(f, dat);
     fputs("\nif (!exists(\"qp_out\")) qp_out = ", f);
     qp_plot_quote(f, base_name(out));
-    fprintf(f, "\nset terminal %s size 1200,600 noenhanced font \"sans,10\"\n"
-               "set output qp_out\n%s",
-            qp_str_ends_with(out, ".svg") ? "svg" : "pngcairo", body);
+    fprintf(f, "\nif (!exists(\"qp_term\")) qp_term = (strlen(qp_out) > 4 && "
+               "qp_out[strlen(qp_out) - 2:] eq 'svg') ? 'svg' : 'png'\n"
+               "if (qp_term eq 'svg') {\n    set terminal svg size 1200,600 "
+               "noenhanced font \"sans,10\"\n} else {\n    set terminal pngcairo "
+               "size 1200,600 noenhanced font \"sans,10\"\n}\nset output qp_out\n%s",
+            body);
     free(dat);
     free(gp);
     return QP_OK;

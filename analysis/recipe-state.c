@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant/rtn.h"
+#include "analysis/price.h"
 
 static const struct qp_level fp32_level = {.fp32 = true};
 
@@ -94,32 +94,14 @@ enum qp_status qp_search_bytes(struct qp_search *q, size_t u, size_t *out,
     return st;
 }
 
-static unsigned value_bits(const struct qp_qplan *p, int v)
-{
-    return v >= 0 && p->v[v].quant ? p->v[v].as.f.bits : 32;
-}
-
 static void price(const struct qp_search *q, const struct qp_qplan *p,
                   struct qp_rstate *s)
 {
-    const struct qp_graph *g = q->g;
-    s->bytes = 0;
-    s->bitops = 0;
-    s->transitions = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-        const struct qp_node *n = &g->nodes[i];
-        if (qp_node_weighted(g, i, NULL)) {
-            const struct qp_tensor *w = g->values[n->in[1]].konst;
-            s->bytes += p->n[i].wq ? qp_rtn_bytes(p->n[i].w_q) : qp_tensor_numel(w) * 4;
-            unsigned wb = p->n[i].wq ? p->n[i].ws.f.bits : 32;
-            s->bitops += (double)q->macs[i] * wb * value_bits(p, n->in[0]);
-        }
-        /* a node whose input and output precisions differ */
-        if (n->n_in && n->in[0] >= 0 && n->n_out && n->out[0] >= 0 &&
-            !g->values[n->in[0]].konst &&
-            value_bits(p, n->in[0]) != value_bits(p, n->out[0]))
-            s->transitions++;
-    }
+    struct qp_price pr;
+    qp_price_plan(q->g, p, q->macs, &pr);
+    s->bytes = pr.bytes;
+    s->bitops = pr.bitops;
+    s->transitions = pr.transitions;
 }
 
 /* ---- measuring ----------------------------------------------------------- */

@@ -2,6 +2,8 @@
  * (analysis/sens-report.h). */
 #include "analysis/sens-report.h"
 
+#include "analysis/plot-bars.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,37 +89,21 @@ enum qp_status qp_sens_plot(const char *out, const char *title,
                             struct qp_error *err)
 {
     size_t n = res->units.n < top ? res->units.n : top;
+    double *v = calloc(n + 1, sizeof *v);
+    const char **names = calloc(n + 1, sizeof *names);
     struct qp_plot_text t;
-    enum qp_status st = qp_plot_text_open(&t, err);
-    if (st)
-        return st;
-    FILE *d = t.dat, *b = t.body;
-    /* rank, one-in SQNR (the ranking value, capped for drawing), name */
-    fprintf(d, "# rank one_in_sqnr_db unit\n");
-    double lo = INFINITY, hi = -INFINITY;
-    for (size_t k = 0; k < n; k++) {
-        double v = qp_sens_rank_value(res, order[k]);
-        if (isfinite(v)) {
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-        }
+    enum qp_status st = v && names ? qp_plot_text_open(&t, err)
+                                   : qp_fail(err, QP_E_NOMEM, "out of memory");
+    for (size_t k = 0; !st && k < n; k++) {
+        v[k] = qp_sens_rank_value(res, order[k]); /* the ranking value */
+        names[k] = res->units.u[order[k]].name;
     }
-    if (lo > hi)
-        lo = 0, hi = 100;
-    for (size_t k = 0; k < n; k++) {
-        double v = qp_sens_rank_value(res, order[k]);
-        fprintf(d, "%zu %.9g \"", k + 1, isfinite(v) ? v : v > 0 ? hi : lo);
-        for (const char *s = res->units.u[order[k]].name; *s; s++)
-            fputc(*s == '"' ? '\'' : *s, d);
-        fputs("\"\n", d);
+    if (!st) {
+        qp_plot_bars_fill(&t, title, "output SQNR with only this unit quantized "
+                          "(dB)", v, names, n);
+        st = qp_plot_text_render(&t, out, false, pending, err);
     }
-    fputs("set title ", b);
-    qp_plot_quote(b, title);
-    fprintf(b, "\nset ylabel 'output SQNR with only this unit quantized (dB)'\n"
-               "set style fill solid 0.7\nset boxwidth 0.7\nset grid ytics\n"
-               "set xtics rotate by -60 left font ',8'\nset bmargin 12\n"
-               "set yrange [%.9g:%.9g]\nset xrange [0.3:%zu.7]\nunset key\n"
-               "plot qp_dat using 1:2:xtic(3) with boxes lc rgb '#cc6677'\n",
-            lo < 0 ? lo * 1.1 : 0, hi + (hi - lo) * 0.1 + 1, n);
-    return qp_plot_text_render(&t, out, false, pending, err);
+    free(v);
+    free(names);
+    return st;
 }

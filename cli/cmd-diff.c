@@ -47,11 +47,11 @@ static const struct qp_cli cli = {
     "  disagreeing in top1).\n"
     "CSV columns: rank,name,shape,numel,sqnr_db,cosine,mae,max_abs,rel_l2,"
     "ref_absmax,\n"
-    "nonfinite,kl,top1,test_name,mae_lsb,max_lsb,rmse_lsb,mismatches (shape "
-    "as 1x8x4x4;\n"
-    "kl, top1 empty for non-logits; the last four, for an integer test tensor, "
-    "count the\n"
-    "error in steps of its own scale, mismatches the codes that differ).\n"
+    "nonfinite,kl,top1,test_name,mae_lsb,max_lsb,rmse_lsb,mismatches,order "
+    "(shape as\n1x8x4x4; kl, top1 empty for non-logits; the four LSB columns, "
+    "for an integer test\ntensor, count the error in steps of its own scale, "
+    "mismatches the codes that differ;\norder: the place in the reference's "
+    "order).\n"
     "Exit codes: 0 ok, 1 failure, 2 usage error, 3 a --fail-if condition was "
     "met.",
     2, 2, "REF and TEST",

@@ -10,7 +10,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/startup.h"
 
-#define QP_VERSION "0.1.0"
+#include "core/version.h"
 
 static const struct {
     const char *name;
@@ -30,8 +30,10 @@ static const struct {
                                      "the damage, with a hint per layer"},
     {"recipe", cmd_recipe, "search a mixed-precision recipe priced in bytes, "
                            "validated on held-out data"},
-    {"sweep", cmd_sweep, "(not yet) evaluate a grid of schemes into one CSV"},
-    {"report", cmd_report, "(not yet) plots and an HTML page from CSV files"},
+    {"sweep", cmd_sweep, "evaluate a grid of schemes or recipes into one "
+                       "resumable CSV"},
+    {"report", cmd_report, "plots and one HTML page from sweep, diff, "
+                         "sensitivity, ladder and recipe CSVs"},
     {"requant", cmd_requant, "device-exact requantization of int32 "
                              "accumulators"},
     {"kernel", cmd_kernel, "run one integer layer (conv, depthwise, fc) with "

@@ -13,9 +13,11 @@
 /* ---- writing -------------------------------------------------------------- */
 
 struct qp_csv_writer {
-    struct qp_outfile *of; /* NULL when writing to stdout */
+    struct qp_outfile *of; /* NULL when writing to stdout or memory */
     FILE *fp;
     bool row_started;
+    char *mem;             /* qp_csv_open_mem: the memory stream's buffer */
+    size_t mem_len;
 };
 
 enum qp_status qp_csv_open(const char *path, struct qp_csv_writer **out,
@@ -37,6 +39,30 @@ enum qp_status qp_csv_open(const char *path, struct qp_csv_writer **out,
     }
     *out = w;
     return QP_OK;
+}
+
+enum qp_status qp_csv_open_mem(struct qp_csv_writer **out, struct qp_error *err)
+{
+    struct qp_csv_writer *w = calloc(1, sizeof *w);
+    if (w && !(w->fp = open_memstream(&w->mem, &w->mem_len))) {
+        free(w);
+        w = NULL;
+    }
+    *out = w;
+    return w ? QP_OK : qp_fail(err, QP_E_NOMEM, "out of memory");
+}
+
+enum qp_status qp_csv_take_text(struct qp_csv_writer *w, char **text,
+                                size_t *len, struct qp_error *err)
+{
+    bool bad = ferror(w->fp) != 0;
+    bad |= fclose(w->fp) != 0;
+    *text = bad ? NULL : w->mem;
+    *len = bad ? 0 : w->mem_len;
+    if (bad)
+        free(w->mem);
+    free(w);
+    return bad ? qp_fail(err, QP_E_NOMEM, "out of memory") : QP_OK;
 }
 
 static bool needs_quotes(const char *s)
@@ -120,6 +146,10 @@ void qp_csv_abort(struct qp_csv_writer *w)
     if (!w)
         return;
     qp_outfile_abort(w->of);
+    if (!w->of && w->fp != stdout) { /* a memory writer */
+        fclose(w->fp);
+        free(w->mem);
+    }
     free(w);
 }
 

@@ -29,6 +29,17 @@ struct qp_csv_writer;
 enum qp_status qp_csv_open(const char *path, struct qp_csv_writer **out,
                            struct qp_error *err);
 
+/* A writer into memory: the same fields and rows, as text that
+ * qp_csv_take_text hands over (for a row appended whole with one write,
+ * as sweeps do). */
+enum qp_status qp_csv_open_mem(struct qp_csv_writer **out, struct qp_error *err);
+
+/* The text written so far into *text (malloc'd, NUL-terminated; the
+ * caller frees it) and its length; frees w. QP_E_NOMEM when memory ran
+ * out while writing. */
+enum qp_status qp_csv_take_text(struct qp_csv_writer *w, char **text,
+                                size_t *len, struct qp_error *err);
+
 /* Fields of the current row. NULL or "" writes an empty field. */
 void qp_csv_str(struct qp_csv_writer *w, const char *s);
 void qp_csv_num(struct qp_csv_writer *w, double v);

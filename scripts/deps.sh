@@ -12,6 +12,7 @@ libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
 libgemmlowp-dev libxnnpack-dev libpthreadpool-dev
 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 nodejs"
+PKGS="$PKGS parallel chromium" # qprobe sweep's GNU parallel example; report's browser test
 
 missing=""
 for p in $PKGS; do

@@ -30,7 +30,7 @@ make_act() {
 test_diff_csv_hand_computed() {
     make_pair
     "$QPROBE" diff ref test --csv m.csv >table.txt 2>err
-    assert_eq "$(head -n 1 m.csv)" "rank,name,shape,numel,sqnr_db,cosine,mae,max_abs,rel_l2,ref_absmax,nonfinite,kl,top1,test_name,mae_lsb,max_lsb,rmse_lsb,mismatches"
+    assert_eq "$(head -n 1 m.csv)" "rank,name,shape,numel,sqnr_db,cosine,mae,max_abs,rel_l2,ref_absmax,nonfinite,kl,top1,test_name,mae_lsb,max_lsb,rmse_lsb,mismatches,order"
     assert_eq "$(csv_field m.csv x rank)" 1
     assert_eq "$(csv_field m.csv x shape)" 2x2
     assert_eq "$(csv_field m.csv x numel)" 4

@@ -29,6 +29,30 @@ static inline struct qp_tensor *tt(const char *name, enum qp_dtype dt, int ndim,
     return t;
 }
 
+/* Fills t's float32 data with LCG values ((seed >> 8) % 2001 - 1000) / div,
+ * in [-1000/div, 1000/div]: the same numbers for the same seed. */
+static inline void fill_lcg(struct qp_tensor *t, unsigned seed, float div)
+{
+    size_t n = t ? qp_tensor_numel(t) : 0;
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        ((float *)t->data)[i] = ((float)((seed >> 8) % 2001) - 1000.0f) / div;
+    }
+}
+
+/* Finalizes a graph built with ok tracking every step: g, or NULL (g freed)
+ * with a test failure naming what and err's message. */
+static inline struct qp_graph *graph_done(struct qp_test_ctx *ctx,
+                                          struct qp_graph *g, bool ok,
+                                          const char *what, struct qp_error *err)
+{
+    if (ok && !qp_graph_finalize(g, err))
+        return g;
+    qp_test_failf(ctx, __FILE__, __LINE__, "%s: %s", what, err->msg);
+    qp_graph_free(g);
+    return NULL;
+}
+
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
 #define VALS(...) ((const double[]){__VA_ARGS__})
 #define TF32(name, nd, shape, vals) tt(name, QP_DTYPE_F32, nd, shape, vals)

@@ -1,0 +1,3 @@
+# mk/sweep.mk: bench/bench-sweep.sh makes its recognizer inputs with the
+# demo-data generator.
+bench: $(MKDEMO)
