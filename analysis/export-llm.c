@@ -441,8 +441,9 @@ static bool glob_regex(const char *glob, char *buf, size_t size)
     return true;
 }
 
-static enum qp_status gptq_fields(const struct qp_wscheme *ws, const char *what,
-                                  struct qp_json *o, struct qp_error *err)
+enum qp_status qp_export_gptq_fields(const struct qp_wscheme *ws,
+                                     const char *what, struct qp_json *o,
+                                     struct qp_error *err)
 {
     struct qp_scheme s = {.w = *ws};
     char sch[QP_SCHEME_MAX];
@@ -517,8 +518,8 @@ enum qp_status qp_export_gptqmodel_dynamic(const struct qp_export_llm_opts *o,
         st = qp_fail(err, QP_E_UNSUPPORTED, "the recipe quantizes no weight: "
                      "GPTQModel has nothing to do");
     if (!st)
-        st = gptq_fields(&base->scheme.w, base == &rc->def ? "the default"
-                         : base->glob, root, err);
+        st = qp_export_gptq_fields(&base->scheme.w, base == &rc->def
+                                   ? "the default" : base->glob, root, err);
     if (!st && (!qp_json_add_bool(root, "desc_act", false) ||
                 !(dyn = qp_json_add_object(root, "dynamic"))))
         st = qp_fail(err, QP_E_NOMEM, "out of memory");
@@ -539,7 +540,7 @@ enum qp_status qp_export_gptqmodel_dynamic(const struct qp_export_llm_opts *o,
         if (!v)
             st = qp_fail(err, QP_E_NOMEM, "out of memory");
         else if (!ru->w_float)
-            st = gptq_fields(&ru->scheme.w, ru->glob, v, err);
+            st = qp_export_gptq_fields(&ru->scheme.w, ru->glob, v, err);
         if (!st && regcomp(&re[nre], rx, REG_EXTENDED | REG_NOSUB))
             st = qp_fail(err, QP_E_INVAL, "layers \"%s\": regex '%s' does not "
                          "compile", ru->glob, rx);

@@ -94,4 +94,13 @@ enum qp_status qp_export_gptqmodel_dynamic(const struct qp_export_llm_opts *o,
                                            struct qp_export_result *r,
                                            struct qp_error *err);
 
+struct qp_json;
+/* GPTQModel's bits, group_size (-1: per channel) and sym of ws into object
+ * o; QP_E_UNSUPPORTED (naming `what` and the scheme) for what GPTQ
+ * checkpoints cannot hold: per-tensor, narrow, ggml, other than 2, 3, 4
+ * or 8 bits. */
+enum qp_status qp_export_gptq_fields(const struct qp_wscheme *ws,
+                                     const char *what, struct qp_json *o,
+                                     struct qp_error *err);
+
 #endif

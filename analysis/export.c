@@ -10,6 +10,7 @@
 
 #include "analysis/export-enc.h"
 #include "analysis/export-gguf.h"
+#include "analysis/export-gptq.h"
 #include "analysis/export-llm.h"
 #include "analysis/export-ort.h"
 #include "analysis/export-qdq.h"
@@ -33,8 +34,8 @@ static const struct qp_export_format_info formats[] = {
      QP_EXPORT_MODEL_LLM, false, true, true},
     {"gguf", "GGUF v3 of a Llama-family checkpoint (llama.cpp's tensors, "
      "metadata and tokenizer)", QP_EXPORT_MODEL_LLM, true, false, true},
-    {"gptq", "GPTQModel/AutoGPTQ checkpoint (not built yet)",
-     QP_EXPORT_MODEL_LLM, true, false, false},
+    {"gptq", "GPTQModel/AutoGPTQ checkpoint of a Llama-family folder",
+     QP_EXPORT_MODEL_LLM, true, false, true},
 };
 _Static_assert(sizeof formats / sizeof formats[0] == QP_EXPORT_FORMAT_COUNT,
                "a row per format");
@@ -281,11 +282,8 @@ static enum qp_status check_opts(const struct qp_export_opts *o,
                            kind_name(k));
     }
     if (!fi->built)
-        return qp_fail(err, QP_E_UNSUPPORTED, "--to %s: %s is not built yet (it "
-                       "waits for the Llama-family checkpoint loader%s)", fi->name,
-                       o->format == QP_EXPORT_GGUF ? "the GGUF export of Llama models"
-                                                   : "the GPTQ checkpoint export",
-                       o->format == QP_EXPORT_GPTQ ? " and GPTQ" : "");
+        return qp_fail(err, QP_E_UNSUPPORTED, "--to %s is not built yet",
+                       fi->name);
     if (!o->scheme == !o->recipe)
         return qp_fail(err, QP_E_INVAL, "give one of a scheme and a recipe");
     if (fi->recipe_only && !o->recipe)
@@ -313,6 +311,8 @@ enum qp_status qp_export_run(const struct qp_export_opts *o,
             return run_gguf(o, r, err);
         struct qp_export_llm_opts lo = {o->model, o->recipe, o->recipe_name,
                                         o->layers, o->strict};
+        if (o->format == QP_EXPORT_GPTQ)
+            return qp_export_gptq(o, r, err);
         return o->format == QP_EXPORT_LLAMA_TENSOR_TYPE
                    ? qp_export_llama_tensor_type(&lo, o->out, r, err)
                    : qp_export_gptqmodel_dynamic(&lo, o->out, r, err);

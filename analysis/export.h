@@ -23,7 +23,10 @@
  *                      (analysis/export-llm.h); recipe-only, MODEL optional
  *   gguf               a Llama-family model folder as GGUF v3 for llama.cpp
  *                      (analysis/export-gguf.h); MODEL (a folder)
- *   gptq               GPTQ safetensors: listed, not built yet
+ *   gptq               a Llama-family folder quantized by GPTQ, written
+ *                      as AutoGPTQ / GPTQModel checkpoints are
+ *                      (analysis/export-gptq.h); MODEL (a folder), --scheme
+ *                      '@gptq' and --calib tokens
  *
  * A format refuses a model of the wrong kind (GGUF from an ONNX CNN, a
  * QDQ ONNX from a checkpoint) naming both. Recipe rules that match no

@@ -6,22 +6,49 @@
 #include "analysis/diff-report.h"
 #include "analysis/metrics.h"
 
-enum qp_status qp_quant_report_open(const char *path, struct qp_csv_writer **out,
+enum qp_status qp_quant_report_open(const char *path, bool gptq,
+                                    struct qp_quant_report *r,
                                     struct qp_error *err)
 {
     static const char *const cols[] = {
         "name", "shape", "scheme", "bits", "sqnr_db", "cosine", "mae",
-        "max_abs", "bytes_fp32", "bytes_quantized"};
-    enum qp_status st = qp_csv_open(path, out, err);
+        "max_abs", "bytes_fp32", "bytes_quantized",
+        "layer", "rows", "cols", "groups", "tokens", "samples", "damp",
+        "retries", "gptq_loss", "out_err", "rtn_out_err", "seconds"};
+    *r = (struct qp_quant_report){NULL, gptq, NULL, NULL};
+    enum qp_status st = qp_csv_open(path, &r->csv, err);
     if (!st)
-        qp_csv_row(*out, cols, sizeof cols / sizeof cols[0]);
+        qp_csv_row(r->csv, cols, gptq ? 22 : 10);
     return st;
+}
+
+/* The GPTQ columns of a row (empty without a log). */
+static void gptq_fields(struct qp_csv_writer *w, const struct qp_quant_report_gptq *g)
+{
+    if (!g) {
+        for (int k = 0; k < 12; k++)
+            qp_csv_str(w, "");
+        return;
+    }
+    qp_csv_str(w, g->layer);
+    qp_csv_int(w, (int64_t)g->rows);
+    qp_csv_int(w, (int64_t)g->cols);
+    qp_csv_int(w, (int64_t)g->groups);
+    qp_csv_int(w, (int64_t)g->tokens);
+    qp_csv_int(w, (int64_t)g->samples);
+    qp_csv_num(w, g->damp);
+    qp_csv_int(w, g->retries);
+    qp_csv_num(w, g->loss);
+    qp_csv_num(w, g->out_err);
+    qp_csv_num(w, g->rtn_out_err);
+    qp_csv_num(w, g->seconds);
 }
 
 enum qp_status qp_quant_report_row(void *ctx, const struct qp_ckpt_row *r,
                                    struct qp_error *err)
 {
-    struct qp_csv_writer *w = ctx;
+    const struct qp_quant_report *rep = ctx;
+    struct qp_csv_writer *w = rep->csv;
     const struct qp_tensor *ref = r->ref;
     char shape[200], scheme[QP_SCHEME_MAX + 1] = "fp32";
     qp_diff_shape_field(ref->ndim, ref->shape, shape, sizeof shape);
@@ -31,7 +58,8 @@ enum qp_status qp_quant_report_row(void *ctx, const struct qp_ckpt_row *r,
     if (r->scheme) {
         qp_scheme_format(r->scheme, scheme, sizeof scheme);
         bits = r->scheme->w.f.bits;
-        enum qp_status st = qp_metrics_tensors(ref, r->q, &m, err);
+        enum qp_status st = qp_metrics_tensors(ref, r->fake ? r->fake : r->q,
+                                               &m, err);
         if (st)
             return st;
     }
@@ -45,6 +73,8 @@ enum qp_status qp_quant_report_row(void *ctx, const struct qp_ckpt_row *r,
     qp_csv_num(w, r->scheme ? qp_metrics_max_abs(&m) : 0);
     qp_csv_int(w, (int64_t)qp_tensor_numel(ref) * 4);
     qp_csv_int(w, (int64_t)r->bytes_out);
+    if (rep->gptq)
+        gptq_fields(w, rep->gptq_of ? rep->gptq_of(rep->ctx, ref->name) : NULL);
     qp_csv_end_row(w);
     return QP_OK;
 }

@@ -196,7 +196,7 @@ static void print_task(const char *what, const struct qp_task_result *t, bool no
     printf(" (%.1f s)\n", t->seconds);
 }
 
-static int eval(const struct eval_args *a)
+static int eval(struct eval_args *a)
 {
     struct qp_error err;
     struct qp_llm *m = NULL;
@@ -270,6 +270,7 @@ done:
     qp_splan_free(plan);
     qp_recipe_free(recipe);
     free(ids);
+    qp_cli_llm_quant_release(&a->q);
     qp_llm_free(m);
     return rc;
 }

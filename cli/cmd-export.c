@@ -59,7 +59,13 @@ static const struct qp_cli cli = {
     "                     q4_k, q6_k; llama.cpp's fallback for rows that do not\n"
     "                     divide, reported), --float-type for the others, norms\n"
     "                     f32. Load it with llama.cpp: llama-cli -m OUT\n"
-    "  gptq               GPTQ checkpoints: not built yet\n\n"
+    "  gptq               a Llama-family MODEL folder quantized by GPTQ on --calib\n"
+    "                     tokens (.npy ids or text) into the folder OUT as AutoGPTQ\n"
+    "                     and GPTQModel write it: model.safetensors (qweight, qzeros,\n"
+    "                     fp16 scales, g_idx per decoder layer), quantize_config.json,\n"
+    "                     config.json with quantization_config; --scheme w4g128@gptq\n"
+    "                     (2, 4 or 8 bits; the scales are rounded to fp16 while GPTQ\n"
+    "                     runs: the weights are those of the scheme with ':half')\n\n"
     "MODEL is needed by the ONNX formats; the recipe-only formats take one to\n"
     "check that the recipe names real tensors. A rule that matches nothing is\n"
     "a warning (--strict: an error). OUT appears only when complete.",
@@ -145,9 +151,9 @@ int cmd_export(int argc, char **argv)
     struct args a = {0};
     struct qp_cli_opt opts[] = {
         QP_OPT_PARSE_("to", 't', "FORMAT", "onnx-qdq, encodings, qnn-overrides, "
-                      "ort-overrides, llama-tensor-type, gptqmodel-dynamic, gguf "
-                      "(gptq: not yet)", &a.format, opt_format),
-        QP_OPT_STR_("output", 'o', "OUT", "the file to write", &a.out),
+                      "ort-overrides, llama-tensor-type, gptqmodel-dynamic, gguf, "
+                      "gptq", &a.format, opt_format),
+        QP_OPT_STR_("output", 'o', "OUT", "the file to write (the folder, for gptq)", &a.out),
         QP_OPT_PARSE_("scheme", 's', "S", "one scheme for every layer (w8c+a8tz, "
                       "w4c, ...)", &a.scheme, qp_opt_scheme),
         QP_OPT_STR_("recipe", 'r', "R", "a recipe JSON: a scheme per layer glob",

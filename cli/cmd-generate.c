@@ -67,7 +67,7 @@ static enum qp_status print_token(void *ctx, int32_t id, struct qp_error *err)
     return QP_OK;
 }
 
-static int generate(const struct gen_args *a)
+static int generate(struct gen_args *a)
 {
     struct qp_error err;
     struct qp_llm *m = NULL;
@@ -117,6 +117,7 @@ done:
     free(prompt);
     qp_splan_free(plan);
     qp_recipe_free(recipe);
+    qp_cli_llm_quant_release(&a->q);
     qp_llm_free(m);
     return rc;
 }

@@ -9,9 +9,12 @@
 #include "analysis/quant-report.h"
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/gptq-cli.h"
 #include "cli/opt-types.h"
 #include "core/strmap.h"
 #include "formats/dump.h"
+#include "model/llama-import.h"
+#include "model/llm.h"
 #include "model/wlayout.h"
 #include "quant/ckpt.h"
 #include "quant/recipe.h"
@@ -20,16 +23,36 @@ static const struct qp_cli cli = {
     "quantize",
     "MODEL (--scheme S | --recipe R) -o OUT [options]",
     "Quantizes the weights of a checkpoint (safetensors, ONNX, npz, HDF5, npy) "
-    "round-to-nearest.",
+    "round-to-nearest, or of an ONNX model by GPTQ on calibration inputs.",
     "Selected by default: float 2-D and 4-D tensors (linear/matmul and conv\n"
     "weights); biases, norms and other 1-D tensors stay as they are.\n"
     "--include/--exclude (globs on tensor names, or names without their last\n"
     ".component) override; with a recipe, the first matching rule gives the\n"
     "scheme of a selected tensor, \"fp32\" keeps it.\n\n"
-    "Schemes: w BITS (t | c | g N) [z | n] [@rtn | @mse], BITS 2..8 or 16;\n"
-    "t per-tensor, c per output channel, g N groups of N along the input axis\n"
-    "(a last partial group is allowed); z asymmetric (unsigned), n narrow\n"
-    "symmetric; @mse searches the clipping range per channel/group.\n"
+    "Schemes: w BITS (t | c | g N) [z | n] [@rtn | @mse | @gptq[:OPTS]], BITS\n"
+    "2..8 or 16; t per-tensor, c per output channel, g N groups of N along the\n"
+    "input axis (a last partial group is allowed); z asymmetric (unsigned), n\n"
+    "narrow symmetric; @mse searches the clipping range per channel/group.\n"
+    "@gptq (an .onnx MODEL and --calib DIR, or a Hugging Face Llama folder and\n"
+    "--calib TOKENS): GPTQ on the inputs each Conv, MatMul, Gemm and Linear\n"
+    "sees on the calibration data, layer after layer with the earlier layers\n"
+    "already quantized (--gptq-inputs fp32: the float model's inputs for\n"
+    "every layer), on the grid RTN would use. OPTS, comma-separated:\n"
+    "  act     act-order: columns by decreasing Hessian diagonal (the groups\n"
+    "          then go to OUT as NAME.g_idx: each input element's scale index)\n"
+    "  static  static groups: group scales from the original weights first\n"
+    "          (with act: no g_idx needed)\n"
+    "  mse     clipping ranges from the reference's --mse grid\n"
+    "  dampD   dampening D x mean(diag H), 0 < D < 1 (default 0.01; doubled\n"
+    "          while the Cholesky factorization fails)\n"
+    "  blkN    columns per lazy batch update (default 128)\n"
+    "e.g. w4g128@gptq, w4g32z@gptq:act,static, w4c@gptq:damp0.05. A recipe may\n"
+    "mix @gptq and other schemes per layer. ConvTranspose, weights shared by\n"
+    "two layers and tensors no layer reads as a weight are rounded to nearest\n"
+    "on the same grid (warned). With --report, each GPTQ weight's row adds\n"
+    "layer, rows, cols, groups, tokens, samples, damp, retries, gptq_loss\n"
+    "(1/2 sum (w-q)^2 / U_ii^2), out_err (||WX - QX||^2 / ||WX||^2 on the\n"
+    "calibration inputs), rtn_out_err (the same for RTN) and seconds.\n"
     "q8_0, q4_0, q4_1, q5_0, q4_k, q6_k: ggml's block types, quantized as\n"
     "ggml's reference code does (rows along the input axis); their blocks\n"
     "go to a .gguf OUT (rows must be the tensor's last axis), or --fake.\n\n"
@@ -92,10 +115,97 @@ static bool any_unused(const struct qp_ckpt_opts *o, const struct qp_ckpt_result
 struct args {
     const char *out, *recipe_path, *report, *calib;
     struct qp_scheme scheme;
-    bool has_scheme, fake, quiet, strict, layout_given;
+    bool has_scheme, fake, quiet, strict, layout_given, fp32_inputs;
     struct qp_cli_list include, exclude;
     struct qp_wquant_opts wq;
 };
+
+/* True when the scheme or a rule of the recipe is '@gptq'. */
+static bool uses_gptq(const struct args *a, const struct qp_recipe *r)
+{
+    if (!r)
+        return a->scheme.w.algo == QP_WALGO_GPTQ;
+    bool any = r->has_default && !r->def.w_float &&
+               r->def.scheme.w.algo == QP_WALGO_GPTQ;
+    for (size_t i = 0; i < r->nrules; i++)
+        any |= r->rules[i].w_said && !r->rules[i].w_float &&
+               r->rules[i].scheme.w.algo == QP_WALGO_GPTQ;
+    return any;
+}
+
+/* Calibration sequences of a model folder: LLM_CALIB_SEQS of
+ * LLM_CALIB_CTX tokens at most, as eval's --calib. */
+#define LLM_CALIB_CTX 512
+#define LLM_CALIB_SEQS 16
+
+/* Opens the model folder `model` as an LLM session (*llm; *s borrows its
+ * session) with --calib's tokens (ids or text) as calibration sequences;
+ * *n counts them. */
+static enum qp_status open_llm(const struct args *a, const char *model,
+                               struct qp_llm **llm, struct qp_session **s,
+                               size_t *n, struct qp_error *err)
+{
+    int32_t *ids = NULL;
+    size_t nid = 0;
+    enum qp_status st = qp_llm_open(model, llm, err);
+    if (!st)
+        st = qp_llm_read_tokens(*llm, a->calib, &ids, &nid, err);
+    if (!st)
+        st = qp_llm_add_calib_ids(*llm, ids, nid, LLM_CALIB_CTX, LLM_CALIB_SEQS,
+                                  n, err);
+    free(ids);
+    *s = *llm ? (*llm)->s : NULL;
+    return st;
+}
+
+/* The GPTQ weights of the checkpoint's selection, made over --calib
+ * through the model's graph (BatchNormalization kept: the weights are
+ * the file's; a model folder's graph: model/llama-import.h), wired into
+ * o. *llm is the model folder's LLM (NULL for an .onnx model), which
+ * owns *s. */
+static enum qp_status make_gptq(const struct args *a, const char *model,
+                                struct qp_ckpt_opts *o, struct qp_session **s,
+                                struct qp_llm **llm, struct qp_cli_gptq *c,
+                                struct qp_error *err)
+{
+    struct qp_session_opts so = {.keep_bn = true};
+    struct qp_qassign *as = NULL;
+    size_t n = 0;
+    bool dir = qp_llama_is_model_dir(model);
+    enum qp_status st = dir ? open_llm(a, model, llm, s, &n, err)
+                            : qp_session_open(model, &so, s, err);
+    if (!st && !dir)
+        st = qp_session_add_calib(*s, a->calib, &n, err);
+    if (!st && !n)
+        st = qp_fail(err, QP_E_NOTFOUND, dir ? "--calib '%s': no tokens"
+                     : "--calib '%s': no .npy or .pb inputs there", a->calib);
+    if (!st)
+        st = qp_cli_gptq_init(c, *s, a->fp32_inputs, a->quiet, err);
+    const struct qp_graph *g = st ? NULL : qp_session_graph(*s);
+    if (!st)
+        st = qp_qassign_new(g, &as, err);
+    for (int i = 0; !st && i < g->n_nodes; i++) {
+        struct qp_scheme sc;
+        if (qp_node_weighted(g, i, NULL) &&
+            qp_ckpt_pick(o, g->values[g->nodes[i].in[1]].konst, &sc)) {
+            as->wq[i] = true;
+            as->ws[i] = sc.w;
+        }
+    }
+    if (!st)
+        st = qp_cli_gptq_make(c, *s, as, a->wq.round, err);
+    if (!st && !a->quiet)
+        fprintf(stderr, "gptq: %zu layers on %zu calibration %s%s (%s "
+                "inputs) in %.2f s; mean out_err %.4g, RTN %.4g\n", c->layers,
+                n, dir ? "sequence" : "input", n == 1 ? "" : "s",
+                a->fp32_inputs ? "fp32" : "quantized",
+                c->seconds, c->layers ? c->out_err / (double)c->layers : 0,
+                c->layers ? c->rtn_out_err / (double)c->layers : 0);
+    qp_qassign_free(as);
+    o->calibrated = qp_cli_gptq_calibrated;
+    o->calibrated_ctx = c;
+    return st;
+}
 
 static int run(const struct args *a, const char *model)
 {
@@ -103,7 +213,10 @@ static int run(const struct args *a, const char *model)
     struct qp_recipe *recipe = NULL;
     struct qp_dump *in = NULL;
     struct qp_dump_writer *w = NULL;
-    struct qp_csv_writer *rep = NULL;
+    struct qp_quant_report rep = {0};
+    struct qp_session *sess = NULL;
+    struct qp_llm *llm = NULL;
+    struct qp_cli_gptq gc = {0};
     struct qp_strmap layouts;
     struct qp_ckpt_result res = {0};
     qp_strmap_init(&layouts);
@@ -111,11 +224,18 @@ static int run(const struct args *a, const char *model)
     struct qp_ckpt_opts o = {
         a->has_scheme ? &a->scheme : NULL, NULL, a->recipe_path, a->include.v,
         a->include.n, a->exclude.v, a->exclude.n, a->fake, a->wq, NULL, &layouts,
-        NULL, &prog};
+        NULL, &prog, NULL, NULL};
     enum qp_status st = QP_OK;
     if (a->recipe_path && (st = qp_recipe_load(a->recipe_path, &recipe, &err)))
         goto done;
     o.recipe = recipe;
+    bool gptq = uses_gptq(a, recipe);
+    if (a->calib && !gptq) {
+        st = qp_fail(&err, QP_E_INVAL, "--calib '%s': only '@gptq' schemes use "
+                     "calibration data, and %s has none", a->calib,
+                     recipe ? "the recipe" : "the scheme");
+        goto done;
+    }
     if ((st = qp_dump_open(model, QP_DUMP_AUTO, &in, &err)))
         goto done;
     if (!a->layout_given && in->format == QP_DUMP_ONNX) {
@@ -128,12 +248,33 @@ static int run(const struct args *a, const char *model)
             o.layout_note = "onnx-graph";
         }
     }
-    if ((st = qp_dump_writer_open(a->out, QP_DUMP_AUTO, &w, &err)) ||
-        (st = qp_ckpt_check(in, w->format, a->out, &o, &err)) ||
-        (a->report && (st = qp_quant_report_open(a->report, &rep, &err))))
+    if (gptq && a->calib && in->format != QP_DUMP_ONNX &&
+        !qp_llama_is_model_dir(model)) {
+        st = qp_fail(&err, QP_E_UNSUPPORTED, "'%s': GPTQ runs the model on the "
+                     "calibration inputs, which needs its graph: give the .onnx "
+                     "model or the Hugging Face model folder", model);
         goto done;
-    st = qp_ckpt_quantize(in, w, &o, rep ? qp_quant_report_row : NULL, rep, &res,
-                          &err);
+    }
+    if ((st = qp_dump_writer_open(a->out, QP_DUMP_AUTO, &w, &err)))
+        goto done;
+    /* the checks that need no calibration come first */
+    struct qp_ckpt_opts pre = o;
+    pre.calibrated = gptq && a->calib ? qp_cli_gptq_calibrated : NULL;
+    if ((st = qp_ckpt_check(in, w->format, a->out, &pre, &err)) ||
+        (gptq && a->calib && (st = make_gptq(a, model, &o, &sess, &llm, &gc, &err))) ||
+        (a->report &&
+         (st = qp_quant_report_open(a->report, gptq && a->calib, &rep, &err))))
+        goto done;
+    rep.gptq_of = qp_cli_gptq_log;
+    rep.ctx = &gc;
+    if (gptq && a->calib &&
+        ((st = qp_dump_writer_set_meta(w, "quantize:gptq_inputs",
+                                       a->fp32_inputs ? "fp32" : "quantized",
+                                       &err)) ||
+         (st = qp_dump_writer_set_meta(w, "quantize:calib", a->calib, &err))))
+        goto done;
+    st = qp_ckpt_quantize(in, w, &o, rep.csv ? qp_quant_report_row : NULL, &rep,
+                          &res, &err);
     qp_cli_progress_done();
     if (!st) {
         warn_unused(&o, &res, a->recipe_path);
@@ -145,9 +286,9 @@ static int run(const struct args *a, const char *model)
         st = qp_dump_writer_commit(w, &err);
         w = NULL;
     }
-    if (!st && rep) {
-        st = qp_csv_commit(rep, &err);
-        rep = NULL;
+    if (!st && rep.csv) {
+        st = qp_csv_commit(rep.csv, &err);
+        rep.csv = NULL;
     }
     if (!st && !a->quiet) {
         char b0[32], b1[32];
@@ -158,8 +299,14 @@ static int run(const struct args *a, const char *model)
     }
 done:
     qp_dump_writer_abort(w);
-    qp_csv_abort(rep);
+    qp_csv_abort(rep.csv);
     qp_dump_close(in);
+    if (sess)
+        qp_cli_gptq_release(&gc);
+    if (llm)
+        qp_llm_free(llm);
+    else
+        qp_session_free(sess);
     qp_strmap_release(&layouts);
     qp_recipe_free(recipe);
     qp_ckpt_result_release(&res);
@@ -191,8 +338,11 @@ int cmd_quantize(int argc, char **argv)
                       "models, else torch", &a.wq.layout, qp_opt_wlayout),
         QP_OPT_PARSE_("round", 0, "MODE", "half-away (default) or half-even",
                       &a.wq.round, qp_opt_round),
-        QP_OPT_STR_("calib", 0, "X", "calibration data, for activation-aware "
-                    "methods (not available yet)", &a.calib),
+        QP_OPT_STR_("calib", 0, "DIR", "calibration inputs for @gptq: every "
+                    ".npy or .pb file of DIR (or one file) is one input set of "
+                    "the .onnx MODEL; for a model folder, tokens (.npy ids or "
+                    "text): at most 16 sequences of 512", &a.calib),
+        QP_OPT_GPTQ_INPUTS_(&a.fp32_inputs),
         QP_OPT_FLAG_("strict", 0, "fail when a recipe rule, --include or "
                      "--exclude matches no tensor", &a.strict),
         QP_OPT_FLAG_("quiet", 'q', "no progress output", &a.quiet),
@@ -207,11 +357,7 @@ int cmd_quantize(int argc, char **argv)
         rc = qp_cli_usage(&cli, "give exactly one of --scheme and --recipe");
     else if (!a.out)
         rc = qp_cli_usage(&cli, "-o OUT is missing");
-    else if (a.calib) {
-        qp_cli_error("--calib '%s': calibration-based quantization (GPTQ) is not "
-                     "built yet; quantize the weights without --calib", a.calib);
-        rc = QP_EXIT_FAIL;
-    } else
+    else
         rc = run(&a, argv[first]);
     qp_cli_list_release(&a.include);
     qp_cli_list_release(&a.exclude);

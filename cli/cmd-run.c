@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/commands.h"
+#include "cli/gptq-cli.h"
 #include "cli/opt-types.h"
 #include "core/fileio.h"
 #include "formats/dump.h"
@@ -43,6 +44,10 @@ static const struct qp_cli cli = {
     "integers with their scales.\nBatchNormalization after a Conv is folded "
     "into it (its output keeps the BN's name)\nunless --keep-batchnorm. "
     "Without --dump, the outputs are summarised on stdout.\n"
+    "A '@gptq' scheme (e.g. w4g128@gptq, w4c@gptq:act; see 'qprobe quantize "
+    "--help')\nquantizes those weights by GPTQ on the --calib inputs first "
+    "(activations stay\nfloat while it runs); a recipe may mix it with other "
+    "schemes.\n"
     "A .tflite model runs TFLite's own integer arithmetic (the int mode, its "
     "default):\n--requant tflite (TFLite Micro, default) or tflite-x86 "
     "(TFLite's x86 kernels);\n--mode fp32 runs its dequantized float "
@@ -66,7 +71,7 @@ struct run_args {
     enum qp_rq_flavor flavor;
     enum qp_tfl_flavor tfl_flavor;
     struct qp_cli_list inputs;
-    bool keep_bn, quiet;
+    bool keep_bn, quiet, fp32_inputs;
 };
 
 /* ---- quantized modes ---------------------------------------------------- */
@@ -185,6 +190,14 @@ static int run(struct run_args *a)
         return qp_cli_fail(&err);
     if (llm)
         s = llm->s;
+    struct qp_cli_gptq gc;
+    if (qp_cli_gptq_init(&gc, s, a->fp32_inputs, a->quiet, &err)) {
+        if (llm)
+            qp_llm_free(llm);
+        else
+            qp_session_free(s);
+        return qp_cli_fail(&err);
+    }
     const struct qp_graph *g = qp_session_graph(s);
     if (a->tfl && !a->mode_given) /* its own arithmetic, or float */
         a->mode = qp_session_own_quant(s) ? QP_MODE_INT : QP_MODE_FP32;
@@ -261,6 +274,7 @@ done_quiet:
         qp_tensor_free(outs[k]);
     free(outs);
     qp_session_free_inputs(s, feed);
+    qp_cli_gptq_release(&gc);
     if (llm)
         qp_llm_free(llm);
     else
@@ -304,6 +318,7 @@ int cmd_run(int argc, char **argv)
         QP_OPT_STR_("local", 0, "REF", "teacher forcing: every node reads its "
                     "activation inputs from the dump REF (e.g. the fp32 run), "
                     "so that each layer's error is its own", &a.local),
+        QP_OPT_GPTQ_INPUTS_(&a.fp32_inputs),
         QP_OPT_FLAG_("keep-batchnorm", 0, "do not fold BatchNormalization into "
                      "the preceding Conv (capture the conv outputs too)",
                      &a.keep_bn),

@@ -303,6 +303,7 @@ struct syrk {
     float alpha, beta;
     const float *a;
     float *c;
+    bool rows; /* A is [n, k] and C = A A^T (else A [k, n], C = A^T A) */
 };
 
 /* Row ranges [r(t), r(t+1)) of the lower triangle with r(t) = n sqrt(t/nt)
@@ -320,15 +321,18 @@ static void syrk_rows(const struct syrk *s, size_t r0, size_t r1)
 {
     if (r0 >= r1)
         return;
-    /* C[r0:r1, 0:r0] = alpha A[:, r0:r1]^T A[:, 0:r0] + beta C */
+    /* C[r0:r1, 0:r0] = alpha A[:, r0:r1]^T A[:, 0:r0] + beta C (or with
+     * the rows of A) */
+    const float *ar = s->rows ? s->a + r0 * s->lda : s->a + r0;
     if (r0)
-        sgemm1(true, false, r1 - r0, r0, s->k, s->alpha, s->a + r0, s->lda,
+        sgemm1(!s->rows, s->rows, r1 - r0, r0, s->k, s->alpha, ar, s->lda,
                s->a, s->lda, s->beta, s->c + r0 * s->ldc, s->ldc);
-    size_t lda = s->lda < r1 - r0 ? r1 - r0 : s->lda;
+    size_t want = s->rows ? s->k : r1 - r0;
+    size_t lda = s->lda < want ? want : s->lda;
     size_t ldc = s->ldc < r1 - r0 ? r1 - r0 : s->ldc;
-    cblas_ssyrk(CblasRowMajor, CblasLower, CblasTrans, (blasint)(r1 - r0),
-                (blasint)s->k, s->alpha, s->a + r0, (blasint)lda, s->beta,
-                s->c + r0 * s->ldc + r0, (blasint)ldc);
+    cblas_ssyrk(CblasRowMajor, CblasLower, s->rows ? CblasNoTrans : CblasTrans,
+                (blasint)(r1 - r0), (blasint)s->k, s->alpha, ar, (blasint)lda,
+                s->beta, s->c + r0 * s->ldc + r0, (blasint)ldc);
 }
 
 static void syrk_part(void *ctx, int t, int nt)
@@ -337,9 +341,9 @@ static void syrk_part(void *ctx, int t, int nt)
     syrk_rows(s, syrk_bound(s->n, t, nt), syrk_bound(s->n, t + 1, nt));
 }
 
-void qp_blas_ssyrk_lower(struct qp_pool *pool, size_t n, size_t k, float alpha,
-                         const float *a, size_t lda, float beta, float *c,
-                         size_t ldc)
+static void syrk_run(struct qp_pool *pool, size_t n, size_t k, float alpha,
+                     const float *a, size_t lda, float beta, float *c,
+                     size_t ldc, bool rows)
 {
     if (n == 0)
         return;
@@ -350,13 +354,27 @@ void qp_blas_ssyrk_lower(struct qp_pool *pool, size_t n, size_t k, float alpha,
         return;
     }
     openblas_enter();
-    struct syrk s = {n, k, lda, ldc, alpha, beta, a, c};
+    struct syrk s = {n, k, lda, ldc, alpha, beta, a, c, rows};
     int nt = qp_pool_threads(pool);
     if (nt <= 1 || n * n / 2 * k < PAR_MIN_MACS || n < 64)
         syrk_rows(&s, 0, n);
     else
         qp_pool_run(pool, syrk_part, &s, nt);
     openblas_leave();
+}
+
+void qp_blas_ssyrk_lower(struct qp_pool *pool, size_t n, size_t k, float alpha,
+                         const float *a, size_t lda, float beta, float *c,
+                         size_t ldc)
+{
+    syrk_run(pool, n, k, alpha, a, lda, beta, c, ldc, false);
+}
+
+void qp_blas_ssyrk_lower_rows(struct qp_pool *pool, size_t n, size_t k,
+                              float alpha, const float *a, size_t lda,
+                              float beta, float *c, size_t ldc)
+{
+    syrk_run(pool, n, k, alpha, a, lda, beta, c, ldc, true);
 }
 
 struct symm {

@@ -33,6 +33,13 @@ void qp_blas_ssyrk_lower(struct qp_pool *pool, size_t n, size_t k, float alpha,
                          const float *a, size_t lda, float beta, float *c,
                          size_t ldc);
 
+/* The same for the rows of A: C = alpha * A A^T + beta * C with A [n, k]
+ * (row stride lda), e.g. the Hessian of inputs given as columns (an
+ * im2col matrix [features, positions]). */
+void qp_blas_ssyrk_lower_rows(struct qp_pool *pool, size_t n, size_t k,
+                              float alpha, const float *a, size_t lda,
+                              float beta, float *c, size_t ldc);
+
 /* C [m, n] = alpha * B S + beta * C, with B [m, n] and S a symmetric
  * [n, n] matrix of which only the lower triangle is read (row-major,
  * strides ldb, lds, ldc). Large products are split over the pool's

@@ -294,6 +294,19 @@ static int threads_for(size_t work)
     return work < PAR_MIN_WORK ? 1 : 0;
 }
 
+void qp_conv_f32_im2col(struct qp_pool *pool, const struct qp_conv_nd *g,
+                        const float *x, size_t n, size_t group, size_t p0,
+                        size_t count, float *col)
+{
+    struct qp_conv3 c;
+    qp_conv3_from_geom(g, &c);
+    size_t icg = g->in_c / g->groups;
+    struct i2c_job j = {&c, x + (n * g->in_c + group * icg) * c.sin,
+                        icg * c.kvol, p0, count, col};
+    qp_pool_run(pool, i2c_run, &j, threads_for(icg * c.kvol * count));
+}
+
+
 static void fill_bias(float *y, size_t channels, size_t plane,
                       const float *bias)
 {

@@ -78,6 +78,17 @@ void qp_conv_f32_gemm(struct qp_pool *pool, const struct qp_conv_nd *g,
                      float *y, float *scratch,
                      const struct qp_conv_epilogue *epi);
 
+/* The im2col matrix of batch element n and group `group` of x [N, IC,
+ * in...] for output positions [p0, p0 + count): col [IC/groups * kvol,
+ * count] (kvol the kernel volume), row ic * kvol + tap (taps row-major
+ * over the kernel), holding the input each position reads through that
+ * tap, 0 in the padding. What the GEMM path multiplies the weight
+ * [OC/groups, IC/groups * kvol] with; also the layer inputs whose
+ * Hessian GPTQ needs. */
+void qp_conv_f32_im2col(struct qp_pool *pool, const struct qp_conv_nd *g,
+                        const float *x, size_t n, size_t group, size_t p0,
+                        size_t count, float *col);
+
 /* The variant qp_conv_f32 runs for g: "gemm", "avx512", ... (static). */
 const char *qp_conv_f32_path(const struct qp_conv_nd *g);
 

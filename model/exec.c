@@ -349,9 +349,9 @@ static enum qp_status capture(struct run *r, int v, struct qp_error *err)
     return o->on_capture(o->capture_ctx, r->g, v, r->live[v], err);
 }
 
-static enum qp_status check_input(const struct qp_graph *g, int v,
-                                  const struct qp_tensor *t,
-                                  struct qp_error *err)
+enum qp_status qp_exec_check_input(const struct qp_graph *g, int v,
+                                   const struct qp_tensor *t,
+                                   struct qp_error *err)
 {
     const struct qp_value *val = &g->values[v];
     char s0[128], s1[128];
@@ -400,7 +400,7 @@ static enum qp_status feed_inputs(struct run *r,
     const struct qp_exec_hooks *h = r->opts ? r->opts->hooks : NULL;
     for (int i = 0; i < g->n_inputs; i++) {
         int v = g->inputs[i];
-        enum qp_status st = check_input(g, v, inputs[i], err);
+        enum qp_status st = qp_exec_check_input(g, v, inputs[i], err);
         if (st)
             return st;
         if (r->opts && r->opts->preset && r->opts->preset[v]) {

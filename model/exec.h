@@ -125,6 +125,13 @@ enum qp_status qp_exec_run(const struct qp_graph *g,
                            struct qp_tensor **outputs,
                            struct qp_exec_stats *stats, struct qp_error *err);
 
+/* The check qp_exec_run makes of graph input value v's tensor t: data,
+ * the declared dtype and declared dims (>= 0). QP_E_SHAPE naming the
+ * input and both shapes. */
+enum qp_status qp_exec_check_input(const struct qp_graph *g, int v,
+                                   const struct qp_tensor *t,
+                                   struct qp_error *err);
+
 /* Run-time choices beyond qp_exec_opts, for tests and benchmarks. */
 struct qp_exec_tune {
     /* run every node alone: no fused elementwise passes (model/fuse.h),

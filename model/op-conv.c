@@ -115,8 +115,8 @@ static enum qp_status conv_kernel(const struct qp_op_ctx *c, int *nsp,
     return QP_OK;
 }
 
-static enum qp_status conv_geom(const struct qp_op_ctx *c,
-                                struct qp_conv_nd *g, struct qp_error *err)
+enum qp_status qp_op_conv_geom(const struct qp_op_ctx *c, struct qp_conv_nd *g,
+                               struct qp_error *err)
 {
     int nsp;
     int64_t kernel[QP_CONV_MAX_SPATIAL];
@@ -233,7 +233,7 @@ static bool is_transpose(const struct qp_op_ctx *c)
 static enum qp_status any_geom(const struct qp_op_ctx *c, struct qp_conv_nd *g,
                                struct qp_error *err)
 {
-    return is_transpose(c) ? convt_geom(c, g, err) : conv_geom(c, g, err);
+    return is_transpose(c) ? convt_geom(c, g, err) : qp_op_conv_geom(c, g, err);
 }
 
 static enum qp_status conv_infer(const struct qp_op_ctx *c,

@@ -18,6 +18,12 @@ enum qp_status qp_window_geom(const struct qp_op_ctx *c, const int64_t *in,
                               enum qp_window_kind kind,
                               struct qp_conv_nd *g, struct qp_error *err);
 
+/* The whole geometry of Conv node c (not ConvTranspose) on its inputs
+ * c->in (x, w, optional bias: float, shapes checked): batch, channels,
+ * groups and the window. Errors name the node. */
+enum qp_status qp_op_conv_geom(const struct qp_op_ctx *c, struct qp_conv_nd *g,
+                               struct qp_error *err);
+
 /* True when node n is an ONNX Conv or ConvTranspose. */
 bool qp_op_is_conv(const struct qp_node *n);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "model/qexec-fuse.h"
 #include "quant/qparams.h"
 #include "quant/rtn.h"
@@ -45,7 +46,7 @@ static bool moves_values(const struct qp_node *n)
 
 static enum qp_status quantize_weight(struct qp_qplan *p, int i,
                                       enum qp_wlayout layout,
-                                      const struct qp_wscheme *ws,
+                                      const struct qp_wscheme *ws, uint64_t key,
                                       struct qp_error *err)
 {
     const struct qp_graph *g = p->g;
@@ -54,15 +55,17 @@ static enum qp_status quantize_weight(struct qp_qplan *p, int i,
     const struct qp_tensor *w = g->values[wv].konst;
     struct qp_wquant_opts o = {p->round, layout};
     const struct qp_wquant *wq;
-    enum qp_status st = qp_wcache_get(p->wcache, g, wv, ws, &o,
-                                      p->mode == QP_MODE_INT, &wq, err);
+    enum qp_status st = qp_wcache_get_keyed(p->wcache, g, wv, ws, &o, key,
+                                            p->mode == QP_MODE_INT, &wq, err);
     if (st)
         return st;
     q->w_q = wq->q;
+    q->wkey = key;
     /* an operator that dequantizes its integer weight itself gets no float
-     * copy (model/op.h's QP_TRAIT_QWEIGHT) */
+     * copy (model/op.h's QP_TRAIT_QWEIGHT), unless the integers' own
+     * parameters do not describe it (a GPTQ weight with a g_idx) */
     q->w_fake = NULL;
-    if (!(g->nodes[i].def->traits & QP_TRAIT_QWEIGHT) &&
+    if ((wq->g_idx || !(g->nodes[i].def->traits & QP_TRAIT_QWEIGHT)) &&
         (st = qp_wcache_fake(p->wcache, wq, &q->w_fake, err)))
         return st;
     q->wq = true;
@@ -208,8 +211,7 @@ void qp_qplan_free(struct qp_qplan *p)
     free(p);
 }
 
-/* Weight rounding of a requantization flavor's runtime family. */
-static enum qp_round flavor_round(enum qp_rq_flavor f)
+enum qp_round qp_qplan_weight_round(enum qp_rq_flavor f)
 {
     switch (f) {
     case QP_RQ_ONNX_REF:
@@ -309,7 +311,7 @@ enum qp_status qp_qplan_new(const struct qp_graph *g,
     p->mode = o->mode;
     p->flavor = o->flavor;
     p->qa = o->qa_given ? o->qa : qp_qa_for_requant(o->flavor);
-    p->round = flavor_round(o->flavor);
+    p->round = qp_qplan_weight_round(o->flavor);
     p->wcache = o->wcache;
     size_t nv = (size_t)(g->n_values ? g->n_values : 1);
     p->v = calloc(nv, sizeof *p->v);
@@ -329,7 +331,8 @@ enum qp_status qp_qplan_new(const struct qp_graph *g,
         enum qp_wlayout layout;
         if (!a->wq[i] || !qp_node_weighted(g, i, &layout))
             continue;
-        if ((st = quantize_weight(p, i, layout, &a->ws[i], err)))
+        if ((st = quantize_weight(p, i, layout, &a->ws[i],
+                                  o->wkey ? o->wkey[i] : 0, err)))
             qp_error_prefix(err, "%s: ", qp_node_label(g, i, lab, sizeof lab));
     }
     qp_qassign_free(own);
@@ -516,12 +519,7 @@ enum qp_status qp_qplan_finish(struct qp_qplan *p, struct qp_error *err)
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
-    /* FNV-1a over the 8 bytes of v */
-    for (int i = 0; i < 8; i++) {
-        h ^= (v >> (8 * i)) & 0xff;
-        h *= 0x100000001b3ull;
-    }
-    return h;
+    return qp_hash_u64(h, v);
 }
 
 static uint64_t float_bits(float f)
@@ -548,7 +546,7 @@ static uint64_t qval_sig(uint64_t h, const struct qp_qval *q)
 
 static uint64_t mode_sig(const struct qp_qplan *p)
 {
-    uint64_t h = mix(0xcbf29ce484222325ull, (uint64_t)p->mode);
+    uint64_t h = mix(QP_HASH_INIT, (uint64_t)p->mode);
     h = mix(h, (uint64_t)p->flavor);
     h = mix(h, (uint64_t)p->qa);
     return mix(h, (uint64_t)p->round);
@@ -567,22 +565,8 @@ uint64_t qp_qplan_node_sig(const struct qp_qplan *p, int node)
         return 0;
     uint64_t h = mode_sig(p);
     h = mix(h, (uint64_t)q->kind | (uint64_t)q->lut_ok << 8);
-    if (q->wq) {
-        h = mix(h, (uint64_t)q->ws.f.bits | (uint64_t)q->ws.f.asym << 8 |
-                       (uint64_t)q->ws.f.narrow << 9 | (uint64_t)q->ws.gran << 16 |
-                       (uint64_t)q->ws.algo << 24);
-        h = mix(h, (uint64_t)q->ws.group);
-        if (q->ws.family != QP_WFAMILY_INT) /* q4_1 is not w4g32z */
-            h = mix(h, (uint64_t)q->ws.family | (uint64_t)q->ws.ggml << 8);
-        if (q->ws.algo == QP_WALGO_GPTQ) {
-            const struct qp_gptq_options *g = &q->ws.gptq;
-            uint64_t bits;
-            memcpy(&bits, &g->damp, sizeof bits);
-            h = mix(h, (uint64_t)g->act_order | (uint64_t)g->static_groups << 1 |
-                           (uint64_t)g->mse << 2);
-            h = mix(mix(h, bits), (uint64_t)g->block);
-        }
-    }
+    if (q->wq)
+        h = mix(qp_wscheme_hash(h, &q->ws), q->wkey);
     for (int k = 0; k < n->n_out; k++)
         if (n->out[k] >= 0)
             h = qval_sig(h, &p->v[n->out[k]]);

@@ -80,6 +80,10 @@ enum qp_run_mode {
     QP_MODE_COUNT
 };
 
+/* The weight rounding of a requantization flavor's runtime: half to even
+ * for ONNX, ORT and XNNPACK, half away from zero for the others. */
+enum qp_round qp_qplan_weight_round(enum qp_rq_flavor f);
+
 /* "fp32", "fake", "int". */
 const char *qp_run_mode_name(enum qp_run_mode m);
 bool qp_run_mode_from_name(const char *name, enum qp_run_mode *out);
@@ -116,7 +120,8 @@ struct qp_qnode {
     const struct qp_tensor *w_fake; /* dequantized weight (float, same shape);
                                        both borrowed from the weight cache;
                                        NULL for QP_TRAIT_QWEIGHT operators,
-                                       which read w_q */
+                                       which read w_q (unless a g_idx) */
+    uint64_t wkey;               /* the weight's calibration key (GPTQ), or 0 */
     struct qp_tensor *b_fake;    /* bias on its int32 grid (float) */
     int32_t *b_int;              /* [out channels] */
     size_t out_c;
@@ -145,6 +150,10 @@ struct qp_qplan_opts {
     /* where quantized weights come from (shared across plans; must outlive
      * the plan); NULL: a private cache */
     struct qp_wcache *wcache;
+    /* [g->n_nodes] or NULL: the key under which a calibrated (GPTQ)
+     * weight of each node was put in wcache (model/wcache.h), 0 for weights
+     * rounded to nearest; a GPTQ scheme without a key is refused */
+    const uint64_t *wkey;
     /* the activation quantizer when not the flavor's runtime's own
      * (qp_qa_for_requant); a device may pair one runtime's requantization
      * with another's activation rounding */

@@ -29,6 +29,9 @@ struct qp_session {
     size_t nobs, cap_obs;
     struct qp_wcache *wc;
     struct qp_session_stats stats;
+    struct qp_session_gptq_opts gptq; /* how plans make GPTQ weights */
+    uint64_t calib_hash;        /* of every calibration set, once known */
+    bool calib_hashed;
     struct qp_exec_buffers *buf; /* handed from run to run */
 };
 
@@ -47,5 +50,12 @@ struct qp_memo {
     struct qp_tensor **vals;  /* [n_values], owned */
     size_t bytes;
 };
+
+/* True when a quantizes some weight with '@gptq' (model/session-gptq.c). */
+bool qp_session_gptq_any(const struct qp_qassign *a);
+
+/* FNV-1a over the inputs' dtypes, shapes and bytes (model/session-run.c). */
+uint64_t qp_session_feed_hash(const struct qp_graph *g,
+                              const struct qp_tensor *const *feed);
 
 #endif

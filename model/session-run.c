@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/hash.h"
 #include "model/qdq.h"
 
 /* ---- memos -------------------------------------------------------------------- */
@@ -89,19 +90,16 @@ static void memo_keep(void *ctx, const struct qp_graph *g, int v,
     m->bytes += t->nbytes;
 }
 
-/* FNV-1a over the inputs' dtypes, shapes and bytes. */
-static uint64_t feed_hash(const struct qp_graph *g,
-                          const struct qp_tensor *const *feed)
+uint64_t qp_session_feed_hash(const struct qp_graph *g,
+                              const struct qp_tensor *const *feed)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = QP_HASH_INIT;
     for (int i = 0; i < g->n_inputs; i++) {
         const struct qp_tensor *t = feed[i];
         h = (h ^ (uint64_t)t->dtype) * 0x100000001b3ull;
         for (int d = 0; d < t->ndim; d++)
             h = (h ^ (uint64_t)t->shape[d]) * 0x100000001b3ull;
-        const unsigned char *b = t->data;
-        for (size_t k = 0; k < t->nbytes; k++)
-            h = (h ^ b[k]) * 0x100000001b3ull;
+        h = qp_hash_bytes(h, t->data, t->nbytes);
     }
     return h;
 }
@@ -404,7 +402,7 @@ enum qp_status qp_session_run(struct qp_session *s, const struct qp_splan *plan,
     }
     struct reuse r = {0};
     struct qp_memo *m = o->memo;
-    uint64_t hash = m ? feed_hash(g, feed) : 0;
+    uint64_t hash = m ? qp_session_feed_hash(g, feed) : 0;
     bool valid = m && m->valid && m->feed_hash == hash;
     bool record = m && o->record;
     enum qp_status st = QP_OK;

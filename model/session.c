@@ -123,11 +123,25 @@ enum qp_status qp_session_weight_bytes(struct qp_session *s, int node,
         *out = qp_tensor_numel(s->g->values[wv].konst) * 4;
         return QP_OK;
     }
+    /* a GPTQ weight costs what RTN on its grid costs, plus its g_idx */
+    struct qp_wscheme grid = *ws;
+    size_t extra = 0;
+    if (ws->algo == QP_WALGO_GPTQ) {
+        const struct qp_tensor *w = s->g->values[wv].konst;
+        int oa, ia;
+        qp_wlayout_axes(layout, w->ndim, &oa, &ia);
+        if (ws->gptq.act_order && !ws->gptq.static_groups &&
+            ws->gran == QP_GRAN_GROUP && oa >= 0)
+            extra = qp_tensor_numel(w) / (size_t)w->shape[oa] * sizeof(int32_t);
+        grid.algo = QP_WALGO_RTN;
+        grid.gptq = (struct qp_gptq_options){0};
+    }
     struct qp_wquant_opts o = {QP_ROUND_HALF_AWAY, layout};
     const struct qp_wquant *wq;
-    enum qp_status st = qp_wcache_get(s->wc, s->g, wv, ws, &o, false, &wq, err);
+    enum qp_status st = qp_wcache_get(s->wc, s->g, wv, &grid, &o, false, &wq,
+                                      err);
     if (!st)
-        *out = qp_rtn_bytes(wq->q);
+        *out = qp_rtn_bytes(wq->q) + extra;
     return st;
 }
 
@@ -184,6 +198,7 @@ enum qp_status qp_session_add_calib_feed(struct qp_session *s,
     }
     s->calib = c;
     s->calib[s->ncalib++] = feed;
+    s->calib_hashed = false; /* GPTQ weights made so far are for the others */
     /* observers fed so far miss the new set: feed them again from scratch */
     for (size_t i = 0; i < s->nobs; i++)
         qp_observer_free(s->obs[i].obs);
@@ -387,6 +402,44 @@ int qp_splan_qdq_fused(const struct qp_splan *p)
     return p->qdq ? qp_qdq_fused(p->qdq) : 0;
 }
 
+/* For a plan with '@gptq' layers: the assignment it runs (fallbacks to
+ * RTN applied) and the GPTQ weights' keys, with the weights made; both
+ * NULL when the plan has no GPTQ layer. Owned by the caller. */
+static enum qp_status plan_gptq(struct qp_session *s,
+                                const struct qp_session_cfg *cfg,
+                                enum qp_rq_flavor f, struct qp_qassign **ga,
+                                uint64_t **keys, struct qp_error *err)
+{
+    *ga = NULL;
+    *keys = NULL;
+    const struct qp_qassign *a = cfg->assign;
+    struct qp_qassign *own = NULL;
+    enum qp_status st = QP_OK;
+    if (!a && cfg->scheme && cfg->scheme->w.algo != QP_WALGO_GPTQ)
+        return QP_OK;
+    if (!a)
+        st = cfg->scheme ? qp_qassign_uniform(s->g, cfg->scheme, &own, err)
+                         : qp_qassign_recipe(s->g, cfg->recipe, &own, NULL, err);
+    if (!a)
+        a = own;
+    if (!st && qp_session_gptq_any(a)) {
+        st = qp_session_gptq_assign(s, a, ga, err);
+        if (!st && !(*keys = calloc((size_t)s->g->n_nodes + 1, sizeof **keys)))
+            st = qp_fail(err, QP_E_NOMEM, "out of memory");
+        if (!st)
+            st = qp_session_gptq(s, *ga, qp_qplan_weight_round(f), *keys, NULL,
+                                 err);
+    }
+    qp_qassign_free(own);
+    if (st) {
+        qp_qassign_free(*ga);
+        free(*keys);
+        *ga = NULL;
+        *keys = NULL;
+    }
+    return st;
+}
+
 enum qp_status qp_session_plan(struct qp_session *s,
                                const struct qp_session_cfg *cfg,
                                struct qp_splan **out, struct qp_error *err)
@@ -426,9 +479,19 @@ enum qp_status qp_session_plan(struct qp_session *s,
             o.flavor = cfg->recipe->flavor;
         if (cfg->flavor_given)
             o.flavor = cfg->flavor;
-        st = qp_qplan_new(s->g, &o, &p->q, err);
-        if (st) /* the model's weights, quantized: name its file */
-            qp_error_in_file(err, s->path);
+        struct qp_qassign *ga;
+        uint64_t *keys;
+        st = plan_gptq(s, cfg, o.flavor, &ga, &keys, err);
+        if (!st && ga) {
+            o.assign = ga;
+            o.scheme = NULL;
+            o.recipe = NULL;
+            o.wkey = keys;
+        }
+        if (!st && (st = qp_qplan_new(s->g, &o, &p->q, err)))
+            qp_error_in_file(err, s->path); /* the model's weights, quantized */
+        qp_qassign_free(ga);
+        free(keys);
         if (!st && p->q->has_acts && !s->ncalib)
             st = qp_fail(err, QP_E_INVAL, "'%s': quantized activations need "
                          "calibration inputs", s->path);

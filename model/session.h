@@ -7,7 +7,10 @@
  * reloading or recomputing what did not change:
  *
  *   weights  are quantized once per distinct (weight, scheme, rounding,
- *            layout) and shared by every plan (model/wcache.h);
+ *            layout) and shared by every plan (model/wcache.h); GPTQ
+ *            weights ('@gptq') are made over the calibration inputs
+ *            (model/gptq-graph.h) once per distinct calibration set and,
+ *            in sequential mode, quantization of the layers upstream;
  *   ranges   of activations come from observers fed by fp32 runs over the
  *            calibration inputs; an observer is made once per (value,
  *            range method) and fed once, so plans that differ only in
@@ -32,6 +35,7 @@
 #include "core/progress.h"
 #include "formats/dump.h"
 #include "model/exec.h"
+#include "model/gptq-graph.h"
 #include "model/graph.h"
 #include "model/op-tflite.h"
 #include "model/qassign.h"
@@ -145,6 +149,47 @@ enum qp_run_mode qp_splan_mode(const struct qp_splan *p);
 const struct qp_qplan *qp_splan_qplan(const struct qp_splan *p);
 /* Nodes fused into integer kernels (QDQ plans), else 0. */
 int qp_splan_qdq_fused(const struct qp_splan *p);
+
+/* ---- GPTQ --------------------------------------------------------------- */
+
+/* How the session makes GPTQ weights (zeroed: sequential, silent). */
+struct qp_session_gptq_opts {
+    /* every layer's Hessian from the float model's inputs instead of the
+     * inputs computed with the earlier layers quantized */
+    bool fp32_inputs;
+    const struct qp_progress *progress;
+    /* each layer made (model/gptq-graph.h), e.g. for a --report log */
+    enum qp_status (*on_layer)(void *ctx, const struct qp_gptq_graph_layer *l,
+                               struct qp_error *err);
+    /* a '@gptq' layer that GPTQ cannot run (a ConvTranspose, a shared
+     * weight, ...: model/gptq-view.h), rounded to nearest on the same
+     * grid instead; why says which */
+    void (*on_fallback)(void *ctx, int node, const char *why);
+    void *ctx;
+};
+
+void qp_session_set_gptq(struct qp_session *s,
+                         const struct qp_session_gptq_opts *o);
+
+/* The assignment plans quantize with for a: a copy where every '@gptq'
+ * node GPTQ cannot run gets the same grid rounded to nearest (and
+ * on_fallback hears of it). *out belongs to the caller. */
+enum qp_status qp_session_gptq_assign(struct qp_session *s,
+                                      const struct qp_qassign *a,
+                                      struct qp_qassign **out,
+                                      struct qp_error *err);
+
+/* The GPTQ weights of assignment a (as qp_session_gptq_assign returns
+ * it) with weight rounding r, made now over the calibration inputs where
+ * the cache does not hold them yet: key[n_nodes] (may be NULL) receives
+ * each node's cache key (0 for nodes not GPTQ'd) and w[n_nodes] (may be
+ * NULL) the weights, borrowed from the session (NULL entries elsewhere).
+ * Needs calibration inputs when a layer is to be made. Errors name the
+ * layer. */
+enum qp_status qp_session_gptq(struct qp_session *s, const struct qp_qassign *a,
+                               enum qp_round r, uint64_t *key,
+                               const struct qp_wquant **w,
+                               struct qp_error *err);
 
 /* ---- runs -------------------------------------------------------------- */
 

@@ -8,6 +8,7 @@ struct entry {
     int value;
     struct qp_wscheme ws;
     struct qp_wquant_opts o;
+    uint64_t key;       /* 0: rounded to nearest here; else calibrated */
     bool unpack8;
     struct qp_wquant w;
 };
@@ -24,14 +25,20 @@ enum qp_status qp_wcache_new(struct qp_wcache **out, struct qp_error *err)
     return *out ? QP_OK : qp_fail(err, QP_E_NOMEM, "out of memory");
 }
 
+static void wquant_release(struct qp_wquant *w)
+{
+    qp_tensor_free(w->q);
+    qp_tensor_free(w->fake);
+    qp_tensor_free(w->g_idx);
+    *w = (struct qp_wquant){0};
+}
+
 void qp_wcache_free(struct qp_wcache *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < c->n; i++) {
-        qp_tensor_free(c->e[i].w.q);
-        qp_tensor_free(c->e[i].w.fake);
-    }
+    for (size_t i = 0; i < c->n; i++)
+        wquant_release(&c->e[i].w);
     free(c->e);
     free(c);
 }
@@ -75,12 +82,53 @@ static enum qp_status make(const struct qp_tensor *w, const struct qp_wscheme *w
     enum qp_status st = qp_rtn_quantize(w, ws, o, &out->q, err);
     if (!st && unpack && ws->f.bits < 8 && ws->gran != QP_GRAN_GROUP)
         st = unpack8(&out->q, err);
-    if (st) {
-        qp_tensor_free(out->q);
-        qp_tensor_free(out->fake);
-        *out = (struct qp_wquant){0};
-    }
+    if (st)
+        wquant_release(out);
     return st;
+}
+
+static struct entry *find(const struct qp_wcache *c, int value,
+                          const struct qp_wscheme *ws,
+                          const struct qp_wquant_opts *o, uint64_t key,
+                          bool unpack8)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        struct entry *e = &c->e[i];
+        if (e->value == value && e->key == key && e->unpack8 == unpack8 &&
+            qp_wscheme_equal(&e->ws, ws) && e->o.round == o->round &&
+            e->o.layout == o->layout)
+            return e;
+    }
+    return NULL;
+}
+
+/* A new empty entry at the end (not counted until filled). */
+static enum qp_status grow(struct qp_wcache *c, struct qp_error *err)
+{
+    if (c->n < c->cap)
+        return QP_OK;
+    size_t cap = c->cap ? 2 * c->cap : 16;
+    struct entry *e = realloc(c->e, cap * sizeof *e);
+    if (!e)
+        return qp_fail(err, QP_E_NOMEM, "out of memory");
+    c->e = e;
+    c->cap = cap;
+    return QP_OK;
+}
+
+/* Fills the next entry with w (taken) and counts it. */
+static const struct qp_wquant *add(struct qp_wcache *c, int value,
+                                   const struct qp_wscheme *ws,
+                                   const struct qp_wquant_opts *o, uint64_t key,
+                                   bool unpack8, struct qp_wquant *w)
+{
+    struct entry *e = &c->e[c->n++];
+    *e = (struct entry){value, *ws, *o, key, unpack8, *w};
+    *w = (struct qp_wquant){0};
+    c->stats.made++;
+    c->stats.bytes += e->w.q->nbytes + (e->w.fake ? e->w.fake->nbytes : 0) +
+                      (e->w.g_idx ? e->w.g_idx->nbytes : 0);
+    return &e->w;
 }
 
 enum qp_status qp_wcache_get(struct qp_wcache *c, const struct qp_graph *g,
@@ -88,45 +136,94 @@ enum qp_status qp_wcache_get(struct qp_wcache *c, const struct qp_graph *g,
                              const struct qp_wquant_opts *o, bool unpack8,
                              const struct qp_wquant **out, struct qp_error *err)
 {
-    for (size_t i = 0; i < c->n; i++) {
-        const struct entry *e = &c->e[i];
-        if (e->value == value && qp_wscheme_equal(&e->ws, ws) &&
-            e->o.round == o->round && e->o.layout == o->layout &&
-            e->unpack8 == unpack8) {
-            c->stats.hits++;
-            *out = &e->w;
-            return QP_OK;
-        }
+    return qp_wcache_get_keyed(c, g, value, ws, o, 0, unpack8, out, err);
+}
+
+/* The unpack8 form of a calibrated entry (copies; the integers are the
+ * same). */
+static enum qp_status derive_unpack8(const struct qp_wquant *from,
+                                     const struct qp_wscheme *ws,
+                                     struct qp_wquant *out, struct qp_error *err)
+{
+    *out = (struct qp_wquant){0};
+    enum qp_status st = qp_tensor_clone(from->q, &out->q, err);
+    if (!st && from->fake)
+        st = qp_tensor_clone(from->fake, &out->fake, err);
+    if (!st && from->g_idx)
+        st = qp_tensor_clone(from->g_idx, &out->g_idx, err);
+    if (!st && ws->f.bits < 8 && ws->gran != QP_GRAN_GROUP)
+        st = unpack8(&out->q, err);
+    if (st)
+        wquant_release(out);
+    return st;
+}
+
+enum qp_status qp_wcache_get_keyed(struct qp_wcache *c, const struct qp_graph *g,
+                                   int value, const struct qp_wscheme *ws,
+                                   const struct qp_wquant_opts *o, uint64_t key,
+                                   bool unpack8, const struct qp_wquant **out,
+                                   struct qp_error *err)
+{
+    const struct entry *e = find(c, value, ws, o, key, unpack8);
+    if (e) {
+        c->stats.hits++;
+        *out = &e->w;
+        return QP_OK;
     }
     const struct qp_tensor *w = g->values[value].konst;
     if (!w)
         return qp_fail(err, QP_E_INVAL, "'%s' is not a constant",
                        g->values[value].name);
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? 2 * c->cap : 16;
-        struct entry *e = realloc(c->e, cap * sizeof *e);
-        if (!e)
-            return qp_fail(err, QP_E_NOMEM, "out of memory");
-        c->e = e;
-        c->cap = cap;
-    }
-    struct entry *e = &c->e[c->n];
-    enum qp_status st = make(w, ws, o, unpack8, &e->w, err);
+    const struct entry *base = key ? find(c, value, ws, o, key, false) : NULL;
+    if (key && !base)
+        return qp_fail(err, QP_E_NOTFOUND, "'%s': no calibrated (GPTQ) weight "
+                       "was made for this scheme and these calibration inputs",
+                       g->values[value].name);
+    enum qp_status st = grow(c, err);
     if (st)
         return st;
-    /* the plan reads the quantized copy: the weight's mapped pages (a
-     * large model's file) need not stay resident */
-    if (w->map)
+    struct qp_wquant made;
+    if (base) {
+        /* find() again after grow: base may have moved */
+        st = derive_unpack8(&find(c, value, ws, o, key, false)->w, ws, &made,
+                            err);
+    } else if (!(st = make(w, ws, o, unpack8, &made, err)) && w->map) {
+        /* the plan reads the quantized copy: the weight's mapped pages (a
+         * large model's file) need not stay resident */
         qp_mmap_release_range(w->map, (size_t)((const unsigned char *)w->data -
                                                w->map->data), w->nbytes);
-    e->value = value;
-    e->ws = *ws;
-    e->o = *o;
-    e->unpack8 = unpack8;
-    c->n++;
-    c->stats.made++;
-    c->stats.bytes += e->w.q->nbytes;
-    *out = &e->w;
+    }
+    if (st)
+        return st;
+    *out = add(c, value, ws, o, key, unpack8, &made);
+    return QP_OK;
+}
+
+const struct qp_wquant *qp_wcache_find(const struct qp_wcache *c, int value,
+                                       const struct qp_wscheme *ws,
+                                       const struct qp_wquant_opts *o,
+                                       uint64_t key)
+{
+    const struct entry *e = find(c, value, ws, o, key, false);
+    return e ? &e->w : NULL;
+}
+
+enum qp_status qp_wcache_put(struct qp_wcache *c, int value,
+                             const struct qp_wscheme *ws,
+                             const struct qp_wquant_opts *o, uint64_t key,
+                             struct qp_wquant *w, struct qp_error *err)
+{
+    enum qp_status st = key && w->q && (w->fake || !w->g_idx)
+                            ? grow(c, err)
+                            : qp_fail(err, QP_E_INVAL, "a calibrated weight "
+                                      "needs a key and its tensors");
+    if (!st && find(c, value, ws, o, key, false))
+        st = qp_fail(err, QP_E_INVAL, "a calibrated weight was put twice");
+    if (st) {
+        wquant_release(w);
+        return st;
+    }
+    add(c, value, ws, o, key, false, w);
     return QP_OK;
 }
 

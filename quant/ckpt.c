@@ -48,6 +48,12 @@ static bool pick(const struct qp_ckpt_opts *o, const struct qp_tensor *e,
     return q;
 }
 
+bool qp_ckpt_pick(const struct qp_ckpt_opts *o, const struct qp_tensor *e,
+                  struct qp_scheme *s)
+{
+    return pick(o, e, s, NULL);
+}
+
 static struct qp_wquant_opts opts_for(const struct qp_ckpt_opts *o,
                                       const char *name)
 {
@@ -85,8 +91,9 @@ static enum qp_status check_entry(struct qp_dump *in, enum qp_dump_format fmt,
                        "cannot hold %s (%u-bit packed) tensors; write a "
                        ".safetensors file, or use --fake", out_path, e->name,
                        qp_dtype_name(dt), s->w.f.bits);
-    static const char *const sfx[] = {".scale", ".zero_point"};
-    for (int k = 0; k < 2; k++) {
+    static const char *const sfx[] = {".scale", ".zero_point", ".g_idx"};
+    int nsfx = s->w.algo == QP_WALGO_GPTQ && s->w.gptq.act_order ? 3 : 2;
+    for (int k = 0; k < nsfx; k++) {
         size_t len = strlen(e->name) + strlen(sfx[k]) + 1;
         char *n = malloc(len);
         if (!n)
@@ -96,8 +103,8 @@ static enum qp_status check_entry(struct qp_dump *in, enum qp_dump_format fmt,
         free(n);
         if (dup >= 0)
             return qp_fail(err, QP_E_INVAL, "'%s': tensor '%s' would be written "
-                           "beside its quantized '%s' as a scale or zero point; "
-                           "rename it or exclude '%s'", in->path,
+                           "beside its quantized '%s' as a scale, zero point "
+                           "or g_idx; rename it or exclude '%s'", in->path,
                            qp_dump_entry(in, (size_t)dup)->name, e->name,
                            e->name);
     }
@@ -151,8 +158,8 @@ static enum qp_status no_gptq(const struct qp_scheme *s, const char *where,
     char buf[QP_SCHEME_MAX + 1];
     qp_scheme_format(s, buf, sizeof buf);
     return qp_fail(err, QP_E_UNSUPPORTED, "%sscheme '%s': GPTQ needs calibration "
-                   "data run through the model, which quantize does not do "
-                   "yet; use @rtn or @mse", where, buf);
+                   "data run through the model: give an .onnx model and "
+                   "--calib, or use @rtn or @mse", where, buf);
 }
 
 /* GPTQ rules of a recipe, named. */
@@ -178,8 +185,9 @@ enum qp_status qp_ckpt_check(struct qp_dump *in, enum qp_dump_format out_format,
                              const char *out_path, const struct qp_ckpt_opts *o,
                              struct qp_error *err)
 {
-    enum qp_status gst = o->recipe ? recipe_gptq(o->recipe, o->recipe_path, err)
-                                   : no_gptq(o->scheme, "", err);
+    enum qp_status gst = o->calibrated ? QP_OK
+                         : o->recipe ? recipe_gptq(o->recipe, o->recipe_path, err)
+                                     : no_gptq(o->scheme, "", err);
     if (gst)
         return gst;
     for (size_t i = 0; i < qp_dump_count(in); i++) {
@@ -261,13 +269,25 @@ static enum qp_status one(struct qp_dump *in, struct qp_dump_writer *w,
         return st;
     struct qp_scheme s;
     bool quant = pick(o, t, &s, res);
-    const struct qp_tensor *out = t;
+    const struct qp_tensor *out = t, *gidx = NULL, *row_fake = NULL;
+    struct qp_ckpt_calibrated cal = {0};
     if (quant && s.w.family == QP_WFAMILY_GGML && !o->fake) {
         st = ggml_blocks(w, t, &s, &qt, err);
         if (st)
             qp_error_prefix(err, "'%s': ", in->path);
         out = NULL;
+    } else if (quant && s.w.algo == QP_WALGO_GPTQ && o->calibrated &&
+               o->calibrated(o->calibrated_ctx, t->name, &cal)) {
+        out = o->fake ? cal.fake : cal.q;
+        gidx = o->fake ? NULL : cal.g_idx;
+        row_fake = cal.g_idx ? cal.fake : NULL;
+        res->calibrated++;
     } else if (quant) {
+        if (s.w.algo == QP_WALGO_GPTQ) { /* no layer reads it: the grid, RTN */
+            s.w.algo = QP_WALGO_RTN;
+            s.w.gptq = (struct qp_gptq_options){0};
+            res->rtn_fallback++;
+        }
         struct qp_wquant_opts wo = opts_for(o, t->name);
         st = qp_rtn_quantize(t, &s.w, &wo, &qt, err);
         if (st)
@@ -278,13 +298,17 @@ static enum qp_status one(struct qp_dump *in, struct qp_dump_writer *w,
             qp_tensor_read_f32(qt, 0, qp_tensor_numel(qt), fake->data);
         out = o->fake ? fake : qt;
     }
-    size_t bytes = cost(o, t, quant ? &s : NULL, qt);
+    const struct qp_tensor *qrow = cal.q ? cal.q : qt;
+    size_t bytes = cost(o, t, quant ? &s : NULL, qrow) +
+                   (cal.g_idx ? cal.g_idx->nbytes : 0);
     if (!st && out)
         st = qp_dump_writer_add(w, out, err);
+    if (!st && gidx)
+        st = qp_dump_writer_add(w, gidx, err);
     if (!st && quant)
         st = record_scheme(w, t->name, &s, err);
     if (!st && on_row && qp_dtype_traits(t->dtype)->is_float) {
-        struct qp_ckpt_row row = {t, quant ? &s : NULL, qt, bytes};
+        struct qp_ckpt_row row = {t, quant ? &s : NULL, qrow, bytes, row_fake};
         st = on_row(row_ctx, &row, err);
     }
     if (!st) {

@@ -23,6 +23,14 @@
 #include "quant/rtn.h"
 #include "quant/scheme.h"
 
+/* A calibrated (GPTQ) weight made elsewhere, borrowed: q its integer
+ * form in the tensor's own layout with RTN's parameter geometry, fake its
+ * dequantized values (f32, the tensor's shape), g_idx NULL or the int32
+ * tensor written beside it as NAME.g_idx (quant/gptq-layer.h). */
+struct qp_ckpt_calibrated {
+    const struct qp_tensor *q, *fake, *g_idx;
+};
+
 struct qp_ckpt_opts {
     const struct qp_scheme *scheme;  /* one of scheme and recipe */
     const struct qp_recipe *recipe;
@@ -40,6 +48,13 @@ struct qp_ckpt_opts {
     const char *layout_note;         /* metadata "quantize:layout" ("onnx-graph");
                                         NULL: wq.layout's name */
     const struct qp_progress *progress;
+    /* '@gptq' tensors: their calibrated form (true), or false when none
+     * was made for this one (no layer reads it as a weight): it is then
+     * rounded to nearest on the same grid and its scheme recorded so.
+     * NULL: '@gptq' schemes are refused (no model runtime). */
+    bool (*calibrated)(void *ctx, const char *name,
+                       struct qp_ckpt_calibrated *out);
+    void *calibrated_ctx;
 };
 
 /* One float tensor's outcome, for the report (analysis/quant-report.h). */
@@ -48,6 +63,9 @@ struct qp_ckpt_row {
     const struct qp_scheme *scheme; /* NULL: copied as it is */
     const struct qp_tensor *q;      /* the quantized tensor, or NULL */
     size_t bytes_out;               /* what it costs in the output */
+    const struct qp_tensor *fake;   /* its dequantized values when q's own
+                                       parameters do not give them (g_idx),
+                                       else NULL */
 };
 
 struct qp_ckpt_result {
@@ -56,7 +74,14 @@ struct qp_ckpt_result {
     /* which recipe rules (recipe->nrules), include and exclude globs
      * matched some tensor: those that did not are likely typos */
     bool *rule_used, *include_used, *exclude_used; /* owned */
+    size_t calibrated, rtn_fallback; /* '@gptq' tensors with a calibrated
+                                        form, and those rounded instead */
 };
+
+/* The scheme tensor e gets (true), or false when it is copied: the
+ * selection and recipe rules above. */
+bool qp_ckpt_pick(const struct qp_ckpt_opts *o, const struct qp_tensor *e,
+                  struct qp_scheme *s);
 
 /* Refuses, before anything is written, what would fail half-way: a
  * selected tensor whose scheme cannot quantize it, in an npy directory a

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/half.h"
 #include "core/parallel.h"
 #include "core/size.h"
 #include "kernels/blas.h"
@@ -21,6 +22,7 @@ struct gptq {
     enum qp_round r;
     int32_t qmin, qmax;
     const struct qp_clip_grid *grid; /* 'mse', else NULL (min/max) */
+    bool half;         /* 'half': scales rounded to float16 */
     size_t group;      /* refit groups: G, else 0 (parameters fixed) */
     size_t rstride;    /* parameters of (o, c): o * rstride + colgrp[c] */
     int32_t *colgrp;   /* [cols] */
@@ -33,6 +35,17 @@ struct gptq {
     double *loss;      /* [rows] sum of (w - q)^2 / U_cc^2 */
     size_t i1, i2;     /* the block being quantized */
 };
+
+/* 'half': each scale to the nearest float16 (ties to even), kept positive
+ * and finite (the smallest subnormal, the largest normal), so that the
+ * grid is the one a GPTQ checkpoint's fp16 scales give. */
+static void half_scales(float *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float h = qp_f16_to_f32(qp_f32_to_f16(s[i]));
+        s[i] = h > 65504.0f ? 65504.0f : h > 0 ? h : 0x1p-24f;
+    }
+}
 
 /* Refits the parameters of row o's group starting at column c0 on the
  * row's current (error-compensated) weights. */
@@ -50,6 +63,8 @@ static void fit_group(const struct gptq *g, size_t o, size_t c0)
     size_t k = o * g->rstride + (size_t)g->colgrp[c0];
     qp_rtn_params(&g->f, g->r, &lo, &hi, 1, &g->scale[k],
                   g->zp ? &g->zp[k] : NULL);
+    if (g->half)
+        half_scales(&g->scale[k], 1);
 }
 
 /* Quantizes column c of row o (its weight already error-compensated) and
@@ -331,6 +346,8 @@ static enum qp_status fixed_params(const struct gptq *g,
         st = qp_clip_mse(g->w, geo, &g->f, g->r, g->grid, lo, hi, err);
     if (!st)
         qp_rtn_params(&g->f, g->r, lo, hi, geo->count, g->scale, g->zp);
+    if (!st && g->half)
+        half_scales(g->scale, geo->count);
     free(lo);
     free(hi);
     return st;
@@ -524,6 +541,7 @@ enum qp_status qp_gptq_quantize(const struct qp_tensor *w,
     qp_qformat_range(&g->f, &g->qmin, &g->qmax);
     if (ws->gptq.mse || ws->algo == QP_WALGO_MSE)
         g->grid = &qp_clip_grid_gptq;
+    g->half = ws->gptq.half_scales;
     size_t blk = ws->gptq.block ? (size_t)ws->gptq.block : QP_GPTQ_BLOCK_DEFAULT;
     blk = blk < g->cols ? blk : g->cols;
     char what[300];

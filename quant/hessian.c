@@ -47,24 +47,31 @@ void qp_hessian_free(struct qp_hessian *h)
     free(h);
 }
 
-/* The error for a batch whose products were not finite. */
+/* The error for a batch whose products were not finite: x holds the
+ * batch as [rows, cols] (stride ld), or transposed as [cols, rows] when
+ * t. */
 static enum qp_status bad_batch(struct qp_hessian *h, const float *x,
-                                size_t rows, size_t cols, struct qp_error *err)
+                                size_t rows, size_t cols, size_t ld, bool t,
+                                struct qp_error *err)
 {
     h->poisoned = true;
-    for (size_t i = 0; i < rows * cols; i++)
-        if (!isfinite(x[i]))
-            return qp_fail(err, QP_E_INVAL, "layer '%s': calibration input "
-                           "row %zu, column %zu is %s; the layer's inputs must "
-                           "be finite", h->name, i / cols, i % cols,
-                           isnan(x[i]) ? "nan" : x[i] > 0 ? "inf" : "-inf");
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) {
+            float v = t ? x[c * ld + r] : x[r * ld + c];
+            if (!isfinite(v))
+                return qp_fail(err, QP_E_INVAL, "layer '%s': calibration "
+                               "input row %zu, column %zu is %s; the layer's "
+                               "inputs must be finite", h->name, r, c,
+                               isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+        }
     return qp_fail(err, QP_E_INVAL, "layer '%s': the squares of the "
                    "calibration inputs overflow float32 (the Hessian has "
                    "infinite entries)", h->name);
 }
 
-enum qp_status qp_hessian_add(struct qp_hessian *h, const float *x,
-                              size_t rows, size_t cols, struct qp_error *err)
+/* H = n/(n+rows) H + 2/(n+rows) X^T X for x as bad_batch reads it. */
+static enum qp_status add(struct qp_hessian *h, const float *x, size_t rows,
+                          size_t cols, size_t ld, bool t, struct qp_error *err)
 {
     if (h->poisoned)
         return qp_hessian_check(h, err);
@@ -75,16 +82,37 @@ enum qp_status qp_hessian_add(struct qp_hessian *h, const float *x,
     for (size_t r0 = 0; r0 < rows; r0 += step) {
         size_t nr = rows - r0 < step ? rows - r0 : step;
         double n = (double)h->tokens, tot = n + (double)nr;
-        qp_blas_ssyrk_lower(h->pool, cols, nr, (float)(2.0 / tot),
-                            x + r0 * cols, cols, (float)(n / tot), h->h, cols);
+        const float *xb = t ? x + r0 : x + r0 * ld;
+        if (t)
+            qp_blas_ssyrk_lower_rows(h->pool, cols, nr, (float)(2.0 / tot), xb,
+                                     ld, (float)(n / tot), h->h, cols);
+        else
+            qp_blas_ssyrk_lower(h->pool, cols, nr, (float)(2.0 / tot), xb, ld,
+                                (float)(n / tot), h->h, cols);
         h->tokens += nr;
         float poison = 0; /* x * 0 is NaN exactly for NaN and infinities */
         for (size_t i = 0; i < cols; i++)
             poison += h->h[i * cols + i] * 0.0f;
         if (poison != 0)
-            return bad_batch(h, x + r0 * cols, nr, cols, err);
+            return bad_batch(h, xb, nr, cols, ld, t, err);
     }
     return QP_OK;
+}
+
+enum qp_status qp_hessian_add(struct qp_hessian *h, const float *x,
+                              size_t rows, size_t cols, struct qp_error *err)
+{
+    return add(h, x, rows, cols, cols, false, err);
+}
+
+enum qp_status qp_hessian_add_cols(struct qp_hessian *h, const float *xt,
+                                   size_t cols, size_t rows, size_t ld,
+                                   struct qp_error *err)
+{
+    if (ld < rows)
+        return qp_fail(err, QP_E_INVAL, "layer '%s': row stride %zu below %zu "
+                       "tokens", h->name, ld, rows);
+    return add(h, xt, rows, cols, ld, true, err);
 }
 
 enum qp_status qp_hessian_check(const struct qp_hessian *h,
@@ -102,10 +130,10 @@ enum qp_status qp_hessian_check(const struct qp_hessian *h,
 /* Rows per panel of the output-error products. */
 #define PANEL 128
 
-enum qp_status qp_hessian_output_error(const struct qp_hessian *h,
-                                       const float *w, size_t rows,
-                                       const float *const *what, size_t count,
-                                       double *rel, struct qp_error *err)
+enum qp_status qp_hessian_output_energy(const struct qp_hessian *h,
+                                        const float *w, size_t rows,
+                                        const float *const *what, size_t count,
+                                        double *num, struct qp_error *err)
 {
     if (h->poisoned)
         return qp_hessian_check(h, err);
@@ -115,14 +143,14 @@ enum qp_status qp_hessian_output_error(const struct qp_hessian *h,
                        h->name);
     /* a = [W; W - What_0; ...] for PANEL rows, t = a H */
     float *a = malloc(n * sizeof *a + 1), *t = malloc(n * sizeof *t + 1);
-    double *num = calloc(count + 1, sizeof *num);
-    if (!a || !t || !num) {
+    if (!a || !t) {
         free(a);
         free(t);
-        free(num);
         return qp_fail(err, QP_E_NOMEM, "layer '%s': out of memory for the "
                        "output error", h->name);
     }
+    for (size_t k = 0; k <= count; k++)
+        num[k] = 0;
     for (size_t r0 = 0; r0 < rows; r0 += PANEL) {
         size_t pr = rows - r0 < PANEL ? rows - r0 : PANEL, pn = pr * cols;
         const float *wp = w + r0 * cols;
@@ -144,10 +172,24 @@ enum qp_status qp_hessian_output_error(const struct qp_hessian *h,
             num[k] += s;
         }
     }
-    for (size_t k = 0; k < count; k++)
-        rel[k] = num[k + 1] == 0 ? 0 : num[k + 1] / num[0];
     free(a);
     free(t);
-    free(num);
     return QP_OK;
+}
+
+enum qp_status qp_hessian_output_error(const struct qp_hessian *h,
+                                       const float *w, size_t rows,
+                                       const float *const *what, size_t count,
+                                       double *rel, struct qp_error *err)
+{
+    double *num = malloc((count + 1) * sizeof *num);
+    if (!num)
+        return qp_fail(err, QP_E_NOMEM, "layer '%s': out of memory for the "
+                       "output error", h->name);
+    enum qp_status st = qp_hessian_output_energy(h, w, rows, what, count, num,
+                                                 err);
+    for (size_t k = 0; !st && k < count; k++)
+        rel[k] = num[k + 1] == 0 ? 0 : num[k + 1] / num[0];
+    free(num);
+    return st;
 }

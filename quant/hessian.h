@@ -50,6 +50,13 @@ void qp_hessian_free(struct qp_hessian *h);
 enum qp_status qp_hessian_add(struct qp_hessian *h, const float *x,
                               size_t rows, size_t cols, struct qp_error *err);
 
+/* The same for a batch given as columns: xt [cols, ld] row-major holds
+ * the batch's token r in column r < rows (an im2col matrix [features,
+ * positions]: one SYRK, no transposition). QP_E_INVAL when ld < rows. */
+enum qp_status qp_hessian_add_cols(struct qp_hessian *h, const float *xt,
+                                   size_t cols, size_t rows, size_t ld,
+                                   struct qp_error *err);
+
 /* QP_OK when h can be used by GPTQ: not poisoned, at least one token. */
 enum qp_status qp_hessian_check(const struct qp_hessian *h,
                                 struct qp_error *err);
@@ -66,5 +73,14 @@ enum qp_status qp_hessian_output_error(const struct qp_hessian *h,
                                        const float *w, size_t rows,
                                        const float *const *what, size_t count,
                                        double *rel, struct qp_error *err);
+
+/* The traces behind qp_hessian_output_error: num[0] = tr(W H W^T) and
+ * num[k + 1] = tr(D_k H D_k^T) (count + 1 entries), so that errors of
+ * several matrices sharing a scale of H (the groups of a grouped
+ * convolution) can be summed before dividing. Same errors. */
+enum qp_status qp_hessian_output_energy(const struct qp_hessian *h,
+                                        const float *w, size_t rows,
+                                        const float *const *what, size_t count,
+                                        double *num, struct qp_error *err);
 
 #endif

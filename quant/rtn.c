@@ -123,8 +123,9 @@ enum qp_status qp_rtn_quantize(const struct qp_tensor *w,
                        qp_dtype_name(w->dtype));
     if (ws->algo == QP_WALGO_GPTQ)
         return qp_fail(err, QP_E_UNSUPPORTED, "tensor '%s': GPTQ needs "
-                       "calibration data and the model runtime, which qprobe "
-                       "does not have yet; use @rtn or @mse", w->name);
+                       "calibration data run through the model "
+                       "(model/gptq-graph.h), not rounding alone; use @rtn "
+                       "or @mse here", w->name);
     if (!w->data)
         return qp_fail(err, QP_E_INVAL, "tensor '%s': no data", w->name);
     struct qp_qgeom g;

@@ -7,7 +7,7 @@
  *
  * Ranges: min/max per scale (QP_WALGO_RTN) or the MSE-optimal clipping of
  * quant/clip.h (QP_WALGO_MSE). QP_WALGO_GPTQ is refused (QP_E_UNSUPPORTED):
- * it needs calibration data and the model runtime.
+ * it needs calibration data run through the model (model/gptq-graph.h).
  *
  * A ggml scheme (q4_k, ...: QP_WFAMILY_GGML) has no integer-with-scales
  * form: qp_rtn_quantize returns its values as ggml's reference quantizer

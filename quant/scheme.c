@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "quant/ggml-quant.h"
 
 #define GROUP_MAX ((int64_t)1 << 30)
@@ -17,8 +18,10 @@ static const char *const walgo_names[] = {"rtn", "mse", "gptq"};
 _Static_assert(sizeof walgo_names / sizeof walgo_names[0] == QP_WALGO_COUNT,
                "walgo_names must cover every algorithm");
 /* GPTQ options, in their canonical order */
-enum { GOPT_ACT, GOPT_STATIC, GOPT_MSE, GOPT_DAMP, GOPT_BLK, GOPT_COUNT };
-static const char *const gopt_names[] = {"act", "static", "mse", "damp", "blk"};
+enum { GOPT_ACT, GOPT_STATIC, GOPT_MSE, GOPT_DAMP, GOPT_BLK, GOPT_HALF,
+       GOPT_COUNT };
+static const char *const gopt_names[] = {"act", "static", "mse", "damp", "blk",
+                                         "half"};
 _Static_assert(sizeof gopt_names / sizeof gopt_names[0] == GOPT_COUNT,
                "gopt_names must cover every GPTQ option");
 static const char *const arange_names[] = {"minmax", "ema", "pct", "mse", "kl"};
@@ -52,7 +55,28 @@ bool qp_wscheme_equal(const struct qp_wscheme *a, const struct qp_wscheme *b)
            a->gptq.act_order == b->gptq.act_order &&
            a->gptq.static_groups == b->gptq.static_groups &&
            a->gptq.mse == b->gptq.mse && a->gptq.damp == b->gptq.damp &&
-           a->gptq.block == b->gptq.block;
+           a->gptq.block == b->gptq.block &&
+           a->gptq.half_scales == b->gptq.half_scales;
+}
+
+uint64_t qp_wscheme_hash(uint64_t h, const struct qp_wscheme *ws)
+{
+    h = qp_hash_u64(h, (uint64_t)ws->family);
+    if (ws->family == QP_WFAMILY_GGML)
+        return qp_hash_u64(h, (uint64_t)ws->ggml);
+    h = qp_hash_u64(h, (uint64_t)ws->f.bits | (uint64_t)ws->f.asym << 8 |
+                           (uint64_t)ws->f.narrow << 9 |
+                           (uint64_t)ws->gran << 16 | (uint64_t)ws->algo << 24);
+    h = qp_hash_u64(h, (uint64_t)ws->group);
+    if (ws->algo != QP_WALGO_GPTQ)
+        return h;
+    const struct qp_gptq_options *g = &ws->gptq;
+    uint64_t bits;
+    memcpy(&bits, &g->damp, sizeof bits);
+    h = qp_hash_u64(h, (uint64_t)g->act_order | (uint64_t)g->static_groups << 1 |
+                           (uint64_t)g->mse << 2 |
+                           (uint64_t)g->half_scales << 3);
+    return qp_hash_u64(qp_hash_u64(h, bits), (uint64_t)g->block);
 }
 
 /* Parser state: the string, the cursor, and where an error points. */
@@ -228,7 +252,7 @@ static enum qp_status gptq_options(struct cur *c, struct qp_wscheme *w)
         size_t at = c->i, start;
         int k;
         if ((st = word(c, gopt_names, GOPT_COUNT, "GPTQ option",
-                       "act, static, mse, damp D or blk N", &k)))
+                       "act, static, mse, damp D, blk N or half", &k)))
             return st;
         if (seen & (1u << k))
             return fail_at(c, at, "GPTQ option '%s' given twice", gopt_names[k]);
@@ -245,6 +269,9 @@ static enum qp_status gptq_options(struct cur *c, struct qp_wscheme *w)
             break;
         case GOPT_MSE:
             o->mse = true;
+            break;
+        case GOPT_HALF:
+            o->half_scales = true;
             break;
         case GOPT_DAMP:
             if ((st = decimal(c, "a dampening fraction after 'damp'", "dampening",
@@ -442,14 +469,15 @@ static void shortest(double v, char *num, size_t size)
     }
 }
 
-/* ":act,static,mse,dampD,blkN" without defaults, or "" (canonical order). */
+/* ":act,static,mse,dampD,blkN,half" without defaults, or "" (canonical
+ * order). */
 static void format_gptq(const struct qp_gptq_options *o, char *buf, size_t size)
 {
     char num[32];
     size_t n = 0;
     buf[0] = '\0';
     bool on[GOPT_COUNT] = {o->act_order, o->static_groups, o->mse,
-                           o->damp != 0, o->block != 0};
+                           o->damp != 0, o->block != 0, o->half_scales};
     for (int k = 0; k < GOPT_COUNT && n < size; k++) {
         if (!on[k])
             continue;

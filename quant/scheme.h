@@ -15,6 +15,8 @@
  *            | 'damp' D   dampening, a fraction of mean(diag H); 0 < D < 1,
  *                         at most 6 decimals (default 0.01)
  *            | 'blk' N    columns per lazy batch, 1..2^30 (default 128)
+ *            | 'half'     scales rounded to float16 (nearest even), as GPTQ
+ *                         checkpoints store them (analysis/export-gptq.h)
  *   ACTS    := 'a' BITS ( 't' | 'd' ) [ 'z' | 'n' ] [ ':' RANGE ]
  *   RANGE   := 'minmax' (default) | 'ema' | 'pct' P | 'mse' | 'kl'
  *   BITS    := 2..8 | 16;  N := 1..2^30;  0 < P <= 100
@@ -54,7 +56,7 @@ enum qp_gran {
 enum qp_walgo {
     QP_WALGO_RTN = 0,   /* min/max range, round to nearest */
     QP_WALGO_MSE,       /* MSE-optimal clipping per channel/group, then RTN */
-    QP_WALGO_GPTQ,      /* second-order (later issue; parsed only) */
+    QP_WALGO_GPTQ,      /* second-order, on calibration inputs (quant/gptq.h) */
     QP_WALGO_COUNT
 };
 
@@ -91,6 +93,7 @@ struct qp_gptq_options {
     bool mse;           /* 'mse' */
     double damp;        /* 'damp' D; 0 = QP_GPTQ_DAMP_DEFAULT */
     int64_t block;      /* 'blk' N; 0 = QP_GPTQ_BLOCK_DEFAULT */
+    bool half_scales;   /* 'half' */
 };
 
 struct qp_wscheme {
@@ -150,6 +153,10 @@ void qp_scheme_format(const struct qp_scheme *s, char *buf, size_t size);
  * scheme and the integer scheme with the same nominal fields (q4_1 and
  * w4g32z) differ. */
 bool qp_wscheme_equal(const struct qp_wscheme *a, const struct qp_wscheme *b);
+
+/* h extended with a hash of the fields qp_wscheme_equal compares: equal
+ * schemes hash alike (core/hash.h). */
+uint64_t qp_wscheme_hash(uint64_t h, const struct qp_wscheme *ws);
 
 /* Names: "t"/"c"/"g", "rtn"/"mse"/"gptq", "minmax"/"ema"/"pct"/"mse"/"kl". */
 const char *qp_gran_name(enum qp_gran g);

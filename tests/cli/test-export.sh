@@ -51,7 +51,7 @@ test_export_refuses_the_wrong_model_kind() {
     assert_exit 1 "$QPROBE" export "$CLS" --scheme q4_k --to gguf -o x.gguf
     assert_contains err "--to gguf applies to a Llama-family checkpoint, and '$CLS' is an ONNX graph"
     assert_exit 1 "$QPROBE" export "$ROOT/data/llama-tiny" --scheme w4g32 --to gptq -o x.safetensors
-    assert_contains err "--to gptq: the GPTQ checkpoint export is not built yet"
+    assert_contains err "--to gptq: the scheme must be weight-only '@gptq'"
     assert_exit 1 "$QPROBE" export "$ROOT/data/llama-tiny" --scheme w8c+a8tz --calib calib --to onnx-qdq -o x.onnx
     assert_contains err "--to onnx-qdq applies to an ONNX graph, and '$ROOT/data/llama-tiny' is a Llama-family checkpoint"
     : >m.tflite

@@ -254,7 +254,10 @@ test_gptq_and_calib_are_refused_clearly() {
     assert_exit 1 "$QPROBE" quantize m --recipe r.json -o res
     assert_contains err "'r.json': layers \"fc*\": scheme 'w4g32@gptq': GPTQ"
     assert_exit 1 "$QPROBE" quantize m --scheme w8c --calib x.npz -o res
-    assert_contains err "--calib 'x.npz': calibration-based quantization"
+    assert_contains err "--calib 'x.npz': only '@gptq' schemes use calibration data"
+    # GPTQ runs the model: a checkpoint without a graph is refused
+    assert_exit 1 "$QPROBE" quantize m --scheme w4g128@gptq --calib x.npz -o res
+    assert_contains err "'m': GPTQ runs the model on the calibration inputs, which needs its graph"
     [ ! -e res ] || fail "output written"
 }
 

@@ -285,6 +285,7 @@ QP_TEST(scheme_gptq_options)
     check_format(ctx, "w4g128@gptq:act,static,mse,damp0.1,blk64",
                  "w4g128@gptq:act,static,mse,damp0.1,blk64");
     check_format(ctx, "w4g128@gptq:blk64,act", "w4g128@gptq:act,blk64");
+    check_format(ctx, "w4g128@gptq:half,act", "w4g128@gptq:act,half");
     check_format(ctx, "w4g128@gptq:damp0.01,blk128", "w4g128@gptq");
     check_format(ctx, "w4g128@gptq:damp0.0200", "w4g128@gptq:damp0.02");
     check_format(ctx, "w8cz@gptq:mse+a8t:pct99.9",
@@ -293,7 +294,7 @@ QP_TEST(scheme_gptq_options)
 
 QP_TEST(scheme_gptq_option_errors)
 {
-    ERR("w4g128@gptq:", "expected GPTQ option (act, static, mse, damp D or blk N)",
+    ERR("w4g128@gptq:", "expected GPTQ option (act, static, mse, damp D, blk N or half)",
         12);
     ERR("w4g128@gptq:act,", "expected GPTQ option", 16);
     ERR("w4g128@gptq:fast", "unknown GPTQ option 'fast'", 12);
