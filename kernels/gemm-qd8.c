@@ -104,6 +104,40 @@ size_t qp_gemm_qd8_scratch_size(const struct qp_qb4w *b, size_t m)
            up64(m * b->groups * sizeof(int32_t));
 }
 
+struct quant_job {
+    const struct qp_qb4w *b;
+    const float *x;
+    size_t ldx, m;
+    int8_t *q;
+    size_t kp;
+    struct qp_qd8_params *p;
+    int32_t *asum;
+};
+
+/* Step 1 for rows of thread t's share, and each block's sum of codes. */
+static void quant_part(void *ctx, int t, int nt)
+{
+    const struct quant_job *j = ctx;
+    const struct qp_qb4w *b = j->b;
+    size_t r0, r1;
+    qp_parallel_split(j->m, t, nt, 1, &r0, &r1);
+    for (size_t r = r0; r < r1; r++) {
+        int8_t *qr = j->q + r * j->kp;
+        if (b->k)
+            qp_qd8_quantize_row(j->x + r * j->ldx, b->k, &j->p[r], qr);
+        else
+            qp_qd8_params_from_range(0.0f, 0.0f, &j->p[r]);
+        memset(qr + b->k, 0, j->kp - b->k);
+        for (size_t g = 0; g < b->groups; g++) {
+            size_t i1 = (g + 1) * b->group < b->k ? (g + 1) * b->group : b->k;
+            int32_t a = 0;
+            for (size_t i = g * b->group; i < i1; i++)
+                a += qr[i];
+            j->asum[r * b->groups + g] = a;
+        }
+    }
+}
+
 struct qd8_job {
     const struct qp_qb4w *b;
     const struct qp_qd8_variant *v;
@@ -134,27 +168,17 @@ void qp_gemm_qd8_run(const struct qp_qd8_variant *v, struct qp_pool *pool,
     int8_t *q = (int8_t *)s;
     struct qp_qd8_params *p = (struct qp_qd8_params *)(s + up64(m * kp));
     int32_t *asum = (int32_t *)((char *)p + up64(m * sizeof *p));
-    for (size_t r = 0; r < m; r++) {
-        int8_t *qr = q + r * kp;
-        if (b->k)
-            qp_qd8_quantize_row(x + r * ldx, b->k, &p[r], qr);
-        else
-            qp_qd8_params_from_range(0.0f, 0.0f, &p[r]);
-        memset(qr + b->k, 0, kp - b->k);
-        for (size_t g = 0; g < b->groups; g++) {
-            size_t i1 = (g + 1) * b->group < b->k ? (g + 1) * b->group : b->k;
-            int32_t a = 0;
-            for (size_t i = g * b->group; i < i1; i++)
-                a += qr[i];
-            asum[r * b->groups + g] = a;
-        }
-    }
-    if (v->pack && !b->packed)
-        v = &qp_qd8_ref;
-    struct qd8_job jb = {b, v, {q, kp, p, asum, m}, bias, y, ldy};
+    struct quant_job qj = {b, x, ldx, m, q, kp, p, asum};
     int nt = pool ? qp_pool_threads(pool) : 1;
     if (m * b->n * (b->k ? b->k : 1) < ((size_t)1 << 20))
         nt = 1;
+    if (nt > 1 && m > 1)
+        qp_pool_run(pool, quant_part, &qj, nt);
+    else
+        quant_part(&qj, 0, 1);
+    if (v->pack && !b->packed)
+        v = &qp_qd8_ref;
+    struct qd8_job jb = {b, v, {q, kp, p, asum, m}, bias, y, ldy};
     if (nt > 1)
         qp_pool_run(pool, qd8_part, &jb, nt);
     else

@@ -87,12 +87,12 @@ enum qp_status qp_qb4w_init(struct qp_qb4w *b, const struct qp_wq *wq,
                             struct qp_error *err);
 void qp_qb4w_release(struct qp_qb4w *b);
 
-/* Scratch bytes qp_gemm_qd8 needs for m rows (64-byte aligned parts). */
+/* Scratch bytes qp_gemm_qd8 needs for m rows. */
 size_t qp_gemm_qd8_scratch_size(const struct qp_qb4w *b, size_t m);
 
 /* y[r * ldy + j] for r < m, j < n as steps 1-4 (bias may be NULL), the
  * columns split over pool's threads (NULL: one). scratch holds
- * qp_gemm_qd8_scratch_size(b, m) bytes, 64-byte aligned. */
+ * qp_gemm_qd8_scratch_size(b, m) bytes (any alignment). */
 void qp_gemm_qd8(struct qp_pool *pool, const struct qp_qb4w *b, const float *x,
                  size_t ldx, size_t m, const float *bias, float *y, size_t ldy,
                  void *scratch);

@@ -16,7 +16,8 @@
 
 #include "kernels/gemm-qd8-impl.h"
 
-#define MR 4
+#define MR 8
+#define UNROLL _Pragma("GCC unroll 8")
 
 /* packed: tiles x (kp / 8) x 64 bytes of nibbles, then tiles x groups x 16
  * bf16 scales */
@@ -78,6 +79,7 @@ static void tile_rows(const struct qp_qb4w *b, const struct qp_qd8_rows *rows,
     __m512 ks = _mm512_maskz_loadu_ps(mask, b->ksum + j0);
     __m512 out[MR];
     const int8_t *q[MR];
+    UNROLL
     for (size_t r = 0; r < MR; r++) {
         size_t rr = r < mr ? r0 + r : r0;
         q[r] = rows->q + rr * rows->kp;
@@ -88,12 +90,14 @@ static void tile_rows(const struct qp_qb4w *b, const struct qp_qd8_rows *rows,
     for (size_t g = 0; g < b->groups; g++) {
         size_t c0 = g * gch, c1 = c0 + gch < chunks ? c0 + gch : chunks;
         __m512i acc[MR];
+        UNROLL
         for (size_t r = 0; r < MR; r++)
             acc[r] = _mm512_setzero_si512();
         for (size_t c = c0; c < c1; c++) {
             __m512i wv = _mm512_load_si512((const void *)(wp + c * 64));
             __m512i lo = _mm512_and_si512(wv, nib);
             __m512i hi = _mm512_and_si512(_mm512_srli_epi16(wv, 4), nib);
+            UNROLL
             for (size_t r = 0; r < MR; r++) {
                 int32_t a0, a1;
                 memcpy(&a0, q[r] + 8 * c, 4);
@@ -103,6 +107,7 @@ static void tile_rows(const struct qp_qb4w *b, const struct qp_qd8_rows *rows,
             }
         }
         __m512 s = bf16x16(sp + g * QP_QD8_NR);
+        UNROLL
         for (size_t r = 0; r < MR; r++) {
             size_t rr = r < mr ? r0 + r : r0;
             int32_t a8 = 8 * rows->asum[rr * b->groups + g];

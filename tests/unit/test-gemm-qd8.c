@@ -15,6 +15,7 @@
 #include "core/parallel.h"
 #include "formats/dump.h"
 #include "kernels/gemm-qd8-impl.h"
+#include "quant/scheme.h"
 #include "tests/test.h"
 #include "tests/unit/kern-test.h"
 
@@ -276,4 +277,23 @@ QP_TEST(gemm_qd8_refuses_other_weights)
     wq.dtype = QP_DTYPE_I8;
     CHECK_FAILS(qp_qb4w_init(&b, &wq, &err), QP_E_UNSUPPORTED, &err, "int4");
     qp_tensor_free(t);
+}
+
+QP_TEST(gemm_qd8_scheme_alias)
+{
+    struct qp_scheme s, t;
+    struct qp_error err;
+    char buf[QP_SCHEME_MAX];
+    REQUIRE_OK(qp_scheme_parse("8da4w", &s, NULL, &err), &err);
+    REQUIRE_OK(qp_scheme_parse("w4g32+a8dz", &t, NULL, &err), &err);
+    CHECK(qp_wscheme_equal(&s.w, &t.w));
+    CHECK(s.has_acts && s.a.dynamic && s.a.f.asym && s.a.f.bits == 8);
+    qp_scheme_format(&s, buf, sizeof buf);
+    CHECK_STR(buf, "w4g32+a8dz");
+    REQUIRE_OK(qp_scheme_parse("8da4w:g128", &s, NULL, &err), &err);
+    qp_scheme_format(&s, buf, sizeof buf);
+    CHECK_STR(buf, "w4g128+a8dz");
+    const char *bad[] = {"8da4w:", "8da4w:g", "8da4w:g12x", "8da4wg32", "8da4w:128"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(qp_scheme_parse(bad[i], &s, NULL, &err) == QP_E_INVAL);
 }
