@@ -258,6 +258,8 @@ static const struct qp_qd8_variant *qd8_choice(void)
 #if defined(__x86_64__)
     if (qp_kern_isa_allowed(qp_qd8_avx512vnni.isa))
         return &qp_qd8_avx512vnni;
+    if (qp_kern_isa_allowed(qp_qd8_avx2.isa))
+        return &qp_qd8_avx2;
 #endif
     return NULL;
 }

@@ -37,10 +37,20 @@ struct qp_qd8_variant {
                  size_t ldy);
 };
 
+/* The SIMD variants' layout of b's weight (malloc'd, 64-byte aligned), or
+ * NULL when out of memory or b's blocks are not a multiple of 8 elements:
+ * per tile t of QP_QD8_NR columns, per 8 elements c of k, 64 bytes, byte
+ * 4l + u holding w[j][8c + u] + 8 in its low nibble and w[j][8c + 4 + u] + 8
+ * in its high one (j = 16t + l; 8, weight 0, past k or n); then per tile
+ * and block, 16 bf16 scales (1.0 past n). qp_qd8_tiles(b) tiles. */
+void *qp_qd8_pack16(const struct qp_qb4w *b);
+size_t qp_qd8_tiles(const struct qp_qb4w *b);
+
 /* The reference (pack NULL). */
 extern const struct qp_qd8_variant qp_qd8_ref;
 #if defined(__x86_64__)
 extern const struct qp_qd8_variant qp_qd8_avx512vnni;
+extern const struct qp_qd8_variant qp_qd8_avx2;
 #endif
 
 /* qp_gemm_qd8 with variant v (its packed layout in b->packed, made by

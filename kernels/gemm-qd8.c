@@ -88,6 +88,45 @@ void qp_qb4w_release(struct qp_qb4w *b)
     b->packed = NULL;
 }
 
+/* packed: tiles x (kp / 8) x 64 bytes of nibbles, then tiles x groups x 16
+ * bf16 scales */
+size_t qp_qd8_tiles(const struct qp_qb4w *b)
+{
+    return (b->n + QP_QD8_NR - 1) / QP_QD8_NR;
+}
+
+void *qp_qd8_pack16(const struct qp_qb4w *b)
+{
+    if (b->group % 8 || !b->k)
+        return NULL;
+    size_t tiles = qp_qd8_tiles(b), chunks = (b->k + 7) / 8;
+    size_t wbytes = tiles * chunks * 64;
+    size_t sbytes = tiles * b->groups * QP_QD8_NR * sizeof(uint16_t);
+    uint8_t *p = aligned_alloc(64, (wbytes + sbytes + 63) / 64 * 64);
+    if (!p)
+        return NULL;
+    for (size_t t = 0; t < tiles; t++)
+        for (size_t c = 0; c < chunks; c++) {
+            uint8_t *o = p + (t * chunks + c) * 64;
+            for (size_t l = 0; l < QP_QD8_NR; l++)
+                for (size_t u = 0; u < 4; u++) {
+                    size_t j = t * QP_QD8_NR + l, i0 = 8 * c + u, i1 = i0 + 4;
+                    int32_t lo = j < b->n && i0 < b->k ? qp_qb4w_get(b, j, i0) : 0;
+                    int32_t hi = j < b->n && i1 < b->k ? qp_qb4w_get(b, j, i1) : 0;
+                    o[4 * l + u] = (uint8_t)((lo + 8) | (hi + 8) << 4);
+                }
+        }
+    uint16_t *s = (uint16_t *)(p + wbytes);
+    for (size_t t = 0; t < tiles; t++)
+        for (size_t g = 0; g < b->groups; g++)
+            for (size_t l = 0; l < QP_QD8_NR; l++) {
+                size_t j = t * QP_QD8_NR + l;
+                s[(t * b->groups + g) * QP_QD8_NR + l] =
+                    j < b->n ? b->scale[j * b->groups + g] : 0x3f80;
+            }
+    return p;
+}
+
 static size_t kp_of(const struct qp_qb4w *b)
 {
     return (b->k + 7) / 8 * 8;

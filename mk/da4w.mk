@@ -4,3 +4,4 @@
 $(BUILD)/obj/kernels/ref/gemm-qd8.o: CFLAGS += -ffp-contract=off
 $(BUILD)/obj/kernels/gemm-qd8.o: CFLAGS += -ffp-contract=off
 $(BUILD)/obj/kernels/x86/gemm-qd8-vnni.o: CFLAGS += -ffp-contract=off
+$(BUILD)/obj/kernels/x86/gemm-qd8-avx2.o: CFLAGS += -ffp-contract=off

@@ -1,62 +1,19 @@
 /* kernels/x86/gemm-qd8-vnni.c: the 8da4w product with AVX-512 VNNI
  * (kernels/gemm-qd8-impl.h), the same floats as the reference.
  *
- * Layout: per tile of 16 columns, per 8 elements of k, 64 bytes: byte
- * 4l + u holds w[j][8c + u] + 8 in its low nibble and w[j][8c + 4 + u] + 8
- * in its high nibble (j = 16t + l; 8, i.e. weight 0, past k or n). vpdpbusd
+ * Layout: qp_qd8_pack16's (kernels/gemm-qd8-impl.h). vpdpbusd
  * multiplies these unsigned nibbles by the signed activation bytes; each
  * block's int32 sum then drops 8 * (the block's activation sum), which
  * leaves sum q * w exactly. The float steps run per column lane in the
- * reference's order (-ffp-contract=off: no fused multiply-add). Blocks
- * must hold a multiple of 8 elements (else pack declines). */
+ * reference's order (-ffp-contract=off: no fused multiply-add). */
 #if defined(__x86_64__)
 #include <immintrin.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/gemm-qd8-impl.h"
 
 #define MR 8
 #define UNROLL _Pragma("GCC unroll 8")
-
-/* packed: tiles x (kp / 8) x 64 bytes of nibbles, then tiles x groups x 16
- * bf16 scales */
-static size_t tiles_of(const struct qp_qb4w *b)
-{
-    return (b->n + QP_QD8_NR - 1) / QP_QD8_NR;
-}
-
-static void *vnni_pack(const struct qp_qb4w *b)
-{
-    if (b->group % 8 || !b->k)
-        return NULL;
-    size_t tiles = tiles_of(b), chunks = (b->k + 7) / 8;
-    size_t wbytes = tiles * chunks * 64;
-    size_t sbytes = tiles * b->groups * QP_QD8_NR * sizeof(uint16_t);
-    uint8_t *p = aligned_alloc(64, (wbytes + sbytes + 63) / 64 * 64);
-    if (!p)
-        return NULL;
-    for (size_t t = 0; t < tiles; t++)
-        for (size_t c = 0; c < chunks; c++) {
-            uint8_t *o = p + (t * chunks + c) * 64;
-            for (size_t l = 0; l < QP_QD8_NR; l++)
-                for (size_t u = 0; u < 4; u++) {
-                    size_t j = t * QP_QD8_NR + l, i0 = 8 * c + u, i1 = i0 + 4;
-                    int32_t lo = j < b->n && i0 < b->k ? qp_qb4w_get(b, j, i0) : 0;
-                    int32_t hi = j < b->n && i1 < b->k ? qp_qb4w_get(b, j, i1) : 0;
-                    o[4 * l + u] = (uint8_t)((lo + 8) | (hi + 8) << 4);
-                }
-        }
-    uint16_t *s = (uint16_t *)(p + wbytes);
-    for (size_t t = 0; t < tiles; t++)
-        for (size_t g = 0; g < b->groups; g++)
-            for (size_t l = 0; l < QP_QD8_NR; l++) {
-                size_t j = t * QP_QD8_NR + l;
-                s[(t * b->groups + g) * QP_QD8_NR + l] =
-                    j < b->n ? b->scale[j * b->groups + g] : 0x3f80;
-            }
-    return p;
-}
 
 static inline __m512 bf16x16(const uint16_t *s)
 {
@@ -72,7 +29,7 @@ static void tile_rows(const struct qp_qb4w *b, const struct qp_qd8_rows *rows,
     size_t chunks = (b->k + 7) / 8, j0 = t * QP_QD8_NR;
     const uint8_t *wp = (const uint8_t *)b->packed + t * chunks * 64;
     const uint16_t *sp = (const uint16_t *)((const uint8_t *)b->packed +
-                                            tiles_of(b) * chunks * 64) +
+                                            qp_qd8_tiles(b) * chunks * 64) +
                          t * b->groups * QP_QD8_NR;
     size_t nj = b->n - j0 < QP_QD8_NR ? b->n - j0 : QP_QD8_NR;
     __mmask16 mask = (__mmask16)((1u << nj) - 1);
@@ -137,5 +94,5 @@ static void vnni_cols(const struct qp_qb4w *b, const struct qp_qd8_rows *rows,
 }
 
 const struct qp_qd8_variant qp_qd8_avx512vnni = {
-    "avx512-vnni", QP_KERN_AVX512VNNI, vnni_pack, vnni_cols};
+    "avx512-vnni", QP_KERN_AVX512VNNI, qp_qd8_pack16, vnni_cols};
 #endif

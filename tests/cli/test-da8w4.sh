@@ -54,6 +54,9 @@ test_8da4w_alias_and_reference_kernels() {
     QP_KERNELS=ref assert_exit 0 "$QPROBE" run "$TINY" --tokens "$IDS" --mode int \
         --scheme 8da4w --dump r.npz -q
     assert_exit 0 "$QPROBE" diff a.npz r.npz --fail-if 'max_abs>0'
+    QP_KERNELS=avx2 assert_exit 0 "$QPROBE" run "$TINY" --tokens "$IDS" --mode int \
+        --scheme 8da4w --dump v.npz -q
+    assert_exit 0 "$QPROBE" diff v.npz r.npz --fail-if 'max_abs>0'
     # groups of 16
     assert_exit 0 "$QPROBE" run "$TINY" --tokens "$IDS" --mode int --scheme 8da4w:g16 -q
     assert_exit 2 "$QPROBE" run "$TINY" --tokens "$IDS" --mode int --scheme 8da4w:g

@@ -3,7 +3,7 @@
  *     (tests/golden/qd8/README.md: repository, commit, build flags): the
  *     row quantization (codes, scale, zero point) and the product equal
  *     them bit for bit, for the reference and every variant this CPU runs.
- * (b) The AVX-512 VNNI variant equals the reference bit for bit on random
+ * (b) The AVX-512 VNNI and AVX2 variants equal the reference bit for bit on random
  *     shapes XNNPACK does not take too (partial last blocks, odd k, n not
  *     a multiple of the tile, one row, zero rows, bias or none).
  * (c) The product is the dequantized one to float rounding (a wrong
@@ -62,6 +62,8 @@ static size_t variants(const struct qp_qd8_variant **v)
 #if defined(__x86_64__)
     if (qp_kern_isa_available(qp_qd8_avx512vnni.isa))
         v[n++] = &qp_qd8_avx512vnni;
+    if (qp_kern_isa_available(qp_qd8_avx2.isa))
+        v[n++] = &qp_qd8_avx2;
 #endif
     return n;
 }
