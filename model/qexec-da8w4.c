@@ -34,13 +34,14 @@ enum qp_status qp_da8w4_resolve(struct qp_qplan *p, struct qp_error *err)
     char lab[256];
     for (int v = 0; v < g->n_values; v++) {
         const struct qp_qval *q = &p->v[v];
-        if (q->quant && (!q->as.dynamic || q->as.f.bits != 8 || !q->as.f.asym))
+        if (q->quant && (!q->as.dynamic || q->as.f.bits != 8 || !q->as.f.asym)) {
+            char as[QP_SCHEME_MAX];
+            qp_ascheme_format(&q->as, as, sizeof as);
             return qp_fail(err, QP_E_UNSUPPORTED, "activation '%s': the int "
                            "mode's 8da4w path runs 8-bit asymmetric dynamic "
-                           "activations ('a8dz') throughout, not '%s%s'",
-                           g->values[v].name, q->as.dynamic ? "a" : "a",
-                           q->as.dynamic ? "(other bits or symmetric)d"
-                                         : "(static)t");
+                           "activations ('a8dz') throughout, not '%s'",
+                           g->values[v].name, as);
+        }
     }
     for (int i = 0; i < g->n_nodes; i++) {
         const struct qp_node *n = &g->nodes[i];
