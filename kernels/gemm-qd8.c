@@ -64,9 +64,14 @@ enum qp_status qp_qb4w_init(struct qp_qb4w *b, const struct qp_wq *wq,
     /* step 3: pairs in order, each pair's sum times its block's scale */
     for (size_t j = 0; j < b->n; j++) {
         float ks = 0.0f;
+        const uint8_t *row = b->w + j * b->k / 2; /* when k is even */
         for (size_t i = 0; i < b->k; i += 2) {
-            int32_t s2 = qp_qb4w_get(b, j, i) +
-                         (i + 1 < b->k ? qp_qb4w_get(b, j, i + 1) : 0);
+            int32_t s2;
+            if (b->k % 2 == 0) /* the pair is one byte */
+                s2 = (((row[i / 2] & 15) ^ 8) - 8) + (((row[i / 2] >> 4) ^ 8) - 8);
+            else
+                s2 = qp_qb4w_get(b, j, i) +
+                     (i + 1 < b->k ? qp_qb4w_get(b, j, i + 1) : 0);
             float t = (float)s2;
             t *= qp_qd8_bf16(b->scale[j * b->groups + i / b->group]);
             ks -= t;
@@ -108,13 +113,25 @@ void *qp_qd8_pack16(const struct qp_qb4w *b)
     for (size_t t = 0; t < tiles; t++)
         for (size_t c = 0; c < chunks; c++) {
             uint8_t *o = p + (t * chunks + c) * 64;
-            for (size_t l = 0; l < QP_QD8_NR; l++)
+            for (size_t l = 0; l < QP_QD8_NR; l++) {
+                size_t j = t * QP_QD8_NR + l;
+                if (j < b->n && b->k % 8 == 0) { /* 4 whole bytes */
+                    uint32_t x;
+                    memcpy(&x, b->w + (j * b->k + 8 * c) / 2, 4);
+                    x ^= 0x88888888u; /* two's complement nibble + 8 */
+                    o[4 * l + 0] = (uint8_t)((x & 0xf) | (x >> 16 & 0xf) << 4);
+                    o[4 * l + 1] = (uint8_t)((x >> 4 & 0xf) | (x >> 16 & 0xf0));
+                    o[4 * l + 2] = (uint8_t)((x >> 8 & 0xf) | (x >> 24 & 0xf) << 4);
+                    o[4 * l + 3] = (uint8_t)((x >> 12 & 0xf) | (x >> 24 & 0xf0));
+                    continue;
+                }
                 for (size_t u = 0; u < 4; u++) {
-                    size_t j = t * QP_QD8_NR + l, i0 = 8 * c + u, i1 = i0 + 4;
+                    size_t i0 = 8 * c + u, i1 = i0 + 4;
                     int32_t lo = j < b->n && i0 < b->k ? qp_qb4w_get(b, j, i0) : 0;
                     int32_t hi = j < b->n && i1 < b->k ? qp_qb4w_get(b, j, i1) : 0;
                     o[4 * l + u] = (uint8_t)((lo + 8) | (hi + 8) << 4);
                 }
+            }
         }
     uint16_t *s = (uint16_t *)(p + wbytes);
     for (size_t t = 0; t < tiles; t++)
