@@ -29,7 +29,10 @@
  *  3. Per output column j, once: ksum[j] = 0, then for each pair of
  *     elements (2p, 2p + 1) in order: ksum -= (float)(w[2p] + w[2p+1]) * s
  *     of their block (XNNPACK's scalar packing, kr = 1; a lone last
- *     element pairs with 0).
+ *     element pairs with 0). XNNPACK's SIMD configurations pack with kr
+ *     4 or 8 and sum ksum in runs of 2 kr elements instead: their outputs
+ *     may differ from the scalar ukernels' in the last bits; this follows
+ *     the scalar ones.
  *  4. out = ksum[j] * (float)z; for each block b in order:
  *     acc = sum q[i] * w[j, i] (int32, exact); out += (float)acc * s_b;
  *     then out *= s_x; out += bias[j].
