@@ -46,6 +46,36 @@ struct qp_qd8_variant {
 void *qp_qd8_pack16(const struct qp_qb4w *b);
 size_t qp_qd8_tiles(const struct qp_qb4w *b);
 
+/* Tile t of b's packed layout: its weight bytes, its scales, its columns. */
+static inline void qp_qd8_tile(const struct qp_qb4w *b, size_t t,
+                               const uint8_t **w, const uint16_t **s, size_t *nj)
+{
+    size_t chunks = (b->k + 7) / 8, j0 = t * QP_QD8_NR;
+    *w = (const uint8_t *)b->packed + t * chunks * 64;
+    *s = (const uint16_t *)((const uint8_t *)b->packed +
+                            qp_qd8_tiles(b) * chunks * 64) +
+         t * b->groups * QP_QD8_NR;
+    *nj = b->n - j0 < QP_QD8_NR ? b->n - j0 : QP_QD8_NR;
+}
+
+/* A SIMD variant's tile function: rows [r0, r0 + mr) of tile t. */
+typedef void (*qp_qd8_tile_fn)(const struct qp_qb4w *b,
+                               const struct qp_qd8_rows *rows, size_t t,
+                               size_t r0, size_t mr, const float *bias,
+                               float *y, size_t ldy);
+
+/* The `cols` of a SIMD variant: tiles [t0, t1), rows in runs of mr. */
+static inline void qp_qd8_cols_by(const struct qp_qb4w *b,
+                                  const struct qp_qd8_rows *rows, size_t t0,
+                                  size_t t1, const float *bias, float *y,
+                                  size_t ldy, size_t mr, qp_qd8_tile_fn tile)
+{
+    for (size_t t = t0; t < t1; t++)
+        for (size_t r0 = 0; r0 < rows->m; r0 += mr)
+            tile(b, rows, t, r0, rows->m - r0 < mr ? rows->m - r0 : mr, bias,
+                 y, ldy);
+}
+
 /* The reference (pack NULL). */
 extern const struct qp_qd8_variant qp_qd8_ref;
 #if defined(__x86_64__)

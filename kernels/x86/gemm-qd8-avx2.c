@@ -33,12 +33,10 @@ static void tile_rows(const struct qp_qb4w *b, const struct qp_qd8_rows *rows,
                       size_t t, size_t r0, size_t mr, const float *bias,
                       float *y, size_t ldy)
 {
-    size_t chunks = (b->k + 7) / 8, j0 = t * QP_QD8_NR;
-    const uint8_t *wp = (const uint8_t *)b->packed + t * chunks * 64;
-    const uint16_t *sp = (const uint16_t *)((const uint8_t *)b->packed +
-                                            qp_qd8_tiles(b) * chunks * 64) +
-                         t * b->groups * QP_QD8_NR;
-    size_t nj = b->n - j0 < QP_QD8_NR ? b->n - j0 : QP_QD8_NR;
+    size_t chunks = (b->k + 7) / 8, j0 = t * QP_QD8_NR, nj;
+    const uint8_t *wp;
+    const uint16_t *sp;
+    qp_qd8_tile(b, t, &wp, &sp, &nj);
     float ksum[QP_QD8_NR] = {0}, bv[QP_QD8_NR] = {0};
     memcpy(ksum, b->ksum + j0, nj * sizeof *ksum);
     if (bias)
@@ -109,10 +107,7 @@ static void avx2_cols(const struct qp_qb4w *b, const struct qp_qd8_rows *rows,
                       size_t t0, size_t t1, const float *bias, float *y,
                       size_t ldy)
 {
-    for (size_t t = t0; t < t1; t++)
-        for (size_t r0 = 0; r0 < rows->m; r0 += MR)
-            tile_rows(b, rows, t, r0, rows->m - r0 < MR ? rows->m - r0 : MR,
-                      bias, y, ldy);
+    qp_qd8_cols_by(b, rows, t0, t1, bias, y, ldy, MR, tile_rows);
 }
 
 const struct qp_qd8_variant qp_qd8_avx2 = {"avx2", QP_KERN_AVX2, qp_qd8_pack16,
