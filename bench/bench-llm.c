@@ -5,7 +5,8 @@
  *     Linear layers' matmul FLOP rate against OpenBLAS sgemm on the same
  *     shapes (float32 weights, the same threads), measured in the same
  *     process, alternating, best of two;
- *   - the weight-only w4g128 int mode against fp32 (tokens/s ratio);
+ *   - the weight-only w4g128 int mode and ExecuTorch's 8da4w int mode
+ *     (kernels/gemm-qd8.h) against fp32 (tokens/s ratios);
  *   - peak RSS of a process running the 1B prefill, against 1.15 x the
  *     BF16 file + 1 GB, and of one running the 8B-shaped model on one
  *     512-token chunk, against 8 GB (each run in a child process, its own
@@ -16,7 +17,8 @@
  * The folders default to $QP_BENCH_LLM_1B / $QP_BENCH_LLM_8B, else
  * data/cache/synth-llama-1b and data/cache/synth-llama-8b, written from
  * bench/configs/ on first use (2.5 and 16 GB; cached, never committed).
- * The lines "ratio ..." are the summary. */
+ * A folder given as "-" is skipped. The lines "ratio ..." are the
+ * summary. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +59,10 @@ static bool have(const char *dir, const char *what, const char *config)
 {
     struct stat st;
     char p[4096], cfg[4096];
+    if (!strcmp(dir, "-")) {
+        printf("%s: skipped (\"-\")\n", what);
+        return false;
+    }
     snprintf(p, sizeof p, "%s/config.json", dir);
     if (stat(p, &st) == 0)
         return true;
@@ -198,6 +204,47 @@ static void kernel_alone(struct shape *s)
     free(x), free(w), free(y);
 }
 
+/* The int mode of scheme against fp32, passes alternating (the load of a
+ * shared machine moves): the tokens/s ratio, or -1 after an error. The
+ * plan calibrates on the first 64 tokens (dynamic activations only need
+ * to know which values are float). */
+static double int_ratio(struct qp_llm *m, const int32_t *ids, const char *scheme)
+{
+    struct qp_scheme s;
+    struct qp_splan *plan;
+    struct qp_error err;
+    struct qp_session_cfg cfg = {.mode = QP_MODE_INT, .scheme = &s,
+                                 .flavor = QP_RQ_TFLITE_DOUBLE};
+    double t0 = now(), t;
+    if (qp_scheme_parse(scheme, &s, NULL, &err) ||
+        qp_llm_plan(m, &cfg, s.has_acts ? ids : NULL, s.has_acts ? 64 : 0, 64,
+                    1, NULL, &plan, &err)) {
+        fprintf(stderr, "bench-llm: %s\n", err.msg);
+        return -1;
+    }
+    printf("  %s plan (weights quantized and prepared) in %.1f s\n", scheme,
+           now() - t0);
+    double bq = 1e30, bf = 1e30;
+    for (int r = 0; r < 2 * REPS; r++) {
+        struct qp_tensor *out;
+        struct qp_llm_pass p = {.plan = r % 2 ? plan : NULL};
+        t0 = now();
+        if (qp_llm_forward(m, &p, ids, 0, TOKENS, &out, &err)) {
+            fprintf(stderr, "bench-llm: %s\n", err.msg);
+            qp_splan_free(plan);
+            return -1;
+        }
+        t = now() - t0;
+        double *b = r % 2 ? &bq : &bf;
+        *b = t < *b ? t : *b;
+        qp_tensor_free(out);
+    }
+    printf("%s int prefill %d tokens: %.2f s, %.1f tokens/s (fp32 alternating: "
+           "%.2f s)\n", scheme, TOKENS, bq, TOKENS / bq, bf);
+    qp_splan_free(plan);
+    return bf / bq;
+}
+
 static int prefill(const char *dir)
 {
     struct qp_llm *m;
@@ -243,38 +290,18 @@ static int prefill(const char *dir)
     printf("ratio linear/sgemm %.2f (in the pass; target >= 0.70)\n", sg / lin);
     printf("ratio linear-alone/sgemm %.2f (each product alone, alternating with "
            "sgemm)\n", ks / ka);
-    /* the weight-only w4g128 int mode */
-    struct qp_scheme s;
-    struct qp_splan *plan;
-    struct qp_session_cfg cfg = {.mode = QP_MODE_INT, .scheme = &s,
-                                 .flavor = QP_RQ_TFLITE_DOUBLE};
-    double t0 = now();
-    if (qp_scheme_parse("w4g128", &s, NULL, &err) ||
-        qp_llm_plan(m, &cfg, NULL, 0, 0, 0, NULL, &plan, &err)) {
-        fprintf(stderr, "bench-llm: %s\n", err.msg);
+    /* the weight-only w4g128 int mode, then ExecuTorch's 8da4w */
+    double r4 = int_ratio(m, ids, "w4g128");
+    if (r4 > 0)
+        printf("ratio w4g128-int/fp32 tokens/s %.2f (the reference weight-only "
+               "path; target >= 1.0)\n", r4);
+    double r8 = int_ratio(m, ids, "8da4w");
+    if (r8 > 0)
+        printf("ratio 8da4w-int/fp32 tokens/s %.2f (int8 dynamic rows x int4 "
+               "groups of 32, kernels/gemm-qd8.h, %s; target >= 1.5)\n", r8,
+               strstr(qp_kern_describe(), "gemm-qd8="));
+    if (r4 <= 0 || r8 <= 0)
         return 1;
-    }
-    printf("  w4g128 weights quantized in %.1f s\n", now() - t0);
-    /* alternating fp32 and int passes (the load of a shared machine moves) */
-    double bq = 1e30, bf = 1e30;
-    for (int r = 0; r < 2 * REPS; r++) {
-        struct qp_tensor *out;
-        struct qp_llm_pass p = {.plan = r % 2 ? plan : NULL};
-        t0 = now();
-        if (qp_llm_forward(m, &p, ids, 0, TOKENS, &out, &err)) {
-            fprintf(stderr, "bench-llm: %s\n", err.msg);
-            return 1;
-        }
-        t = now() - t0;
-        double *b = r % 2 ? &bq : &bf;
-        *b = t < *b ? t : *b;
-        qp_tensor_free(out);
-    }
-    printf("w4g128 int prefill %d tokens: %.2f s, %.1f tokens/s (fp32 alternating: "
-           "%.2f s)\n", TOKENS, bq, TOKENS / bq, bf);
-    printf("ratio w4g128-int/fp32 tokens/s %.2f (the reference weight-only path; "
-           "integer kernels come later)\n", bf / bq);
-    qp_splan_free(plan);
     qp_tensor_free(x);
     free(ids);
     qp_llm_free(m);

@@ -57,7 +57,11 @@ static const struct qp_cli cli = {
     "FILE; values "
     "carry Hugging Face's module\nnames (model.layers.N.mlp.down_proj, "
     "lm_head, ...), [T, F] or [B, T, F]; --calib\ntakes token ids or text, "
-    "split into sequences of 512.",
+    "split into sequences of 512.\n"
+    "--scheme 8da4w (= w4g32+a8dz; 8da4w:gN for groups of N) is ExecuTorch's "
+    "8da4w: --mode int\nruns its linear layers as XNNPACK does (int8 "
+    "per-token rows, int4 block weights, int32\nsums per block), every "
+    "other value in float.",
     1, 1, "one MODEL",
 };
 

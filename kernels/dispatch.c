@@ -13,6 +13,7 @@
 #include "kernels/conv-f32-ukernel.h"
 #include "kernels/depthwise-s8-ukernel.h"
 #include "kernels/eltwise-f32.h"
+#include "kernels/gemm-qd8-impl.h"
 #include "kernels/gemm-s8-ukernel.h"
 #include "kernels/lut-s8.h"
 #include "kernels/metrics-f32.h"
@@ -252,8 +253,19 @@ static const struct qp_metrics_f32_variant *metrics_choice(void)
     return NULL;
 }
 
+static const struct qp_qd8_variant *qd8_choice(void)
+{
+#if defined(__x86_64__)
+    if (qp_kern_isa_allowed(qp_qd8_avx512vnni.isa))
+        return &qp_qd8_avx512vnni;
+    if (qp_kern_isa_allowed(qp_qd8_avx2.isa))
+        return &qp_qd8_avx2;
+#endif
+    return NULL;
+}
+
 static struct qp_kern_table table;
-static char describe[320];
+static char describe[352];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* Must not call qp_kern_table (pthread_once does not nest). */
@@ -278,16 +290,19 @@ static void fill(void)
     table.quantize_act = qa_choice(table.requant);
     table.lut8 = lut8_choice();
     table.metrics_f32 = metrics_choice();
+    table.gemm_qd8 = qd8_choice();
     snprintf(describe, sizeof describe,
              "kernels: gemm-s8=%s depthwise-s8=%s requant=%s "
-             "quantize-act=%s lut8=%s eltwise-f32=%s conv-f32=%s metrics=%s",
+             "quantize-act=%s lut8=%s eltwise-f32=%s conv-f32=%s metrics=%s "
+             "gemm-qd8=%s",
              table.gemm_s8 ? table.gemm_s8->name : "ref",
              table.depthwise_s8 ? table.depthwise_s8->name : "ref",
              qp_rq_isa_name(table.requant), qp_rq_isa_name(table.quantize_act),
              table.lut8 ? table.lut8->name : "ref",
              table.eltwise_f32 ? table.eltwise_f32->name : "ref",
              table.conv_f32 ? table.conv_f32->name : "gemm",
-             table.metrics_f32 ? table.metrics_f32->name : "ref");
+             table.metrics_f32 ? table.metrics_f32->name : "ref",
+             table.gemm_qd8 ? table.gemm_qd8->name : "ref");
 }
 
 const struct qp_kern_table *qp_kern_table(void)

@@ -66,6 +66,7 @@ struct qp_ew_f32;
 struct qp_conv_f32_variant;
 struct qp_lut8_variant;
 struct qp_metrics_f32_variant;
+struct qp_qd8_variant;
 
 /* The variant chosen for each kernel family; NULL (or QP_RQ_ISA_REF)
  * means the reference (for conv-f32: the im2col + sgemm path). Filled
@@ -79,6 +80,7 @@ struct qp_kern_table {
     const struct qp_ew_f32 *eltwise_f32;         /* float elementwise */
     const struct qp_conv_f32_variant *conv_f32;  /* float direct conv */
     const struct qp_metrics_f32_variant *metrics_f32; /* diff metrics pass */
+    const struct qp_qd8_variant *gemm_qd8;       /* 8da4w linear layers */
 };
 const struct qp_kern_table *qp_kern_table(void);
 

@@ -8,6 +8,7 @@
 #include "kernels/lut-s8.h"
 #include "model/op-conv.h"
 #include "model/op-quant.h"
+#include "model/qexec-da8w4.h"
 #include "model/qexec-fuse.h"
 #include "model/qplan.h"
 #include "quant/qparams.h"
@@ -583,6 +584,7 @@ enum qp_status qp_qplan_run_int(struct qp_qplan *p, const struct qp_op_ctx *c,
                                       : run_dyn_matmul(p, c, out, err);
         break;
     case QP_QK_ADD: st = run_add(p, c, out, err); break;
+    case QP_QK_DA8W4: st = qp_da8w4_run(p, c, out, err); break;
     case QP_QK_PASS: st = run_pass(p, c, out, err); break;
     default:
         st = p->n[c->node].lut_ok ? run_lut(p, c, out, err)
@@ -604,6 +606,8 @@ static enum qp_status prepare_node(struct qp_qplan *p, int i, struct qp_error *e
     const struct qp_graph *g = p->g;
     const struct qp_node *n = &g->nodes[i];
     struct qp_qnode *q = &p->n[i];
+    if (q->kind == QP_QK_DA8W4)
+        return qp_da8w4_prepare(p, i, err);
     if (q->kind != QP_QK_CONV && q->kind != QP_QK_MATMUL && q->kind != QP_QK_GEMM)
         return QP_OK;
     const struct qp_qval *vi = &p->v[n->in[0]], *vo = &p->v[n->out[0]];

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/hash.h"
+#include "model/qexec-da8w4.h"
 #include "model/qexec-fuse.h"
 #include "quant/qparams.h"
 #include "quant/rtn.h"
@@ -200,6 +201,9 @@ void qp_qplan_free(struct qp_qplan *p)
             qp_gemm_s8_release(&q->gemm);
         if (q->conv_ready)
             qp_conv_s8_release(&q->conv);
+        if (q->qb4w)
+            qp_qb4w_release(q->qb4w);
+        free(q->qb4w);
     }
     for (int v = 0; p->obs && v < g->n_values; v++)
         qp_observer_free(p->obs[v]);
@@ -462,6 +466,9 @@ enum qp_status qp_qplan_resolve(struct qp_qplan *p, const bool *f32,
     }
     plan_values(p);
     p->resolved = true;
+    p->da8w4 = p->mode == QP_MODE_INT && qp_da8w4_plan(p);
+    if (p->da8w4)
+        return qp_da8w4_resolve(p, err);
     return p->mode == QP_MODE_INT ? check_int(p, err) : QP_OK;
 }
 

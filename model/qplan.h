@@ -63,6 +63,7 @@
 #include <stdbool.h>
 
 #include "kernels/conv-s8.h"
+#include "kernels/gemm-qd8.h"
 #include "kernels/gemm-s8.h"
 #include "kernels/quantize-act.h"
 #include "kernels/requant.h"
@@ -96,6 +97,8 @@ enum qp_qkind {
     QP_QK_MATMUL,
     QP_QK_GEMM,
     QP_QK_ADD,
+    QP_QK_DA8W4,     /* an LLM Linear on kernels/gemm-qd8.h (8da4w,
+                        model/qexec-da8w4.h) */
     QP_QK_COUNT
 };
 
@@ -134,6 +137,7 @@ struct qp_qnode {
     bool conv_ready;
     size_t conv_h, conv_w;
     void *kernel_weight;         /* int8 weight in the kernels' layout */
+    struct qp_qb4w *qb4w;        /* QP_QK_DA8W4: the prepared weight */
     /* an elementwise operator of one or two quantized inputs (other
      * inputs scalar constants): a lookup table of the float operator on
      * every input code (256 or 65536 entries), built at the first run */
@@ -171,6 +175,8 @@ struct qp_qplan {
     enum qp_qa_flavor qa;
     enum qp_round round;
     bool has_acts;
+    bool da8w4;                   /* the int mode's 8da4w plan (dynamic
+                                     activations, model/qexec-da8w4.h) */
     struct qp_ascheme acts;
     struct qp_qval *v;            /* [g->n_values] */
     struct qp_qnode *n;           /* [g->n_nodes] */

@@ -418,9 +418,27 @@ static enum qp_status whole_end(struct cur *c, enum qp_status st,
     return st;
 }
 
+/* "8da4w" [ ':g' N ]: ExecuTorch's 8da4w, w4gN+a8dz (N 32 by default),
+ * into buf; false for anything else. */
+static bool alias_8da4w(const char *s, char *buf, size_t size)
+{
+    if (strncmp(s, "8da4w", 5))
+        return false;
+    const char *g = s[5] == ':' && s[6] == 'g' ? s + 7 : NULL;
+    if (!s[5])
+        g = "32";
+    if (!g || !*g || strspn(g, "0123456789") != strlen(g) || strlen(g) > 10)
+        return false;
+    snprintf(buf, size, "w4g%s+a8dz", g);
+    return true;
+}
+
 enum qp_status qp_scheme_parse(const char *s, struct qp_scheme *out, int *pos,
                                struct qp_error *err)
 {
+    char alias[32];
+    if (alias_8da4w(s, alias, sizeof alias))
+        s = alias;
     struct cur c = {s, 0, strlen(s), -1, err};
     struct qp_scheme r;
     memset(&r, 0, sizeof r);

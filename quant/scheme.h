@@ -21,6 +21,10 @@
  *   RANGE   := 'minmax' (default) | 'ema' | 'pct' P | 'mse' | 'kl'
  *   BITS    := 2..8 | 16;  N := 1..2^30;  0 < P <= 100
  *
+ * Alias: '8da4w' [ ':g' N ] is ExecuTorch's 8da4w, w4gN+a8dz (N = 32 when
+ * absent): int4 symmetric groups, 8-bit asymmetric dynamic activations
+ * (the int mode runs it on kernels/gemm-qd8.h); it prints canonically.
+ *
  * GGML names one of ggml's block types (core/ggml-block.h), quantized by
  * ggml's reference code (quant/ggml-quant.h) along the input axis: a whole
  * weight scheme with no granularity, symmetry or algorithm of its own.

@@ -94,7 +94,7 @@ QP_TEST(kern_describe_names_every_family)
 {
     static const char *const families[] = {
         "kernels: gemm-s8=", " depthwise-s8=", " requant=", " quantize-act=",
-        " lut8=", " eltwise-f32=", " conv-f32=", " metrics="};
+        " lut8=", " eltwise-f32=", " conv-f32=", " metrics=", " gemm-qd8="};
     const char *d = qp_kern_describe();
     for (size_t i = 0; i < sizeof families / sizeof families[0]; i++)
         CHECK_CONTAINS(d, families[i]);

@@ -173,13 +173,15 @@ QP_TEST(generate_cache_equals_recomputation)
     struct qp_llm *m = open_model(ctx, &c);
     REQUIRE(m);
     check_generate(ctx, m, NULL);
-    const char *schemes[2] = {"w4g16", "w8c+a8d"};
-    for (int i = 0; i < 2; i++) {
+    /* the third: the int mode's 8da4w (kernels/gemm-qd8.h) */
+    const char *schemes[3] = {"w4g16", "w8c+a8d", "8da4w:g16"};
+    for (int i = 0; i < 3; i++) {
         struct qp_scheme s;
         struct qp_error err;
         struct qp_splan *p;
         REQUIRE_OK(qp_scheme_parse(schemes[i], &s, NULL, &err), &err);
-        struct qp_session_cfg cfg = {.mode = QP_MODE_FAKE, .scheme = &s,
+        struct qp_session_cfg cfg = {.mode = i == 2 ? QP_MODE_INT : QP_MODE_FAKE,
+                                     .scheme = &s,
                                      .flavor = QP_RQ_TFLITE_DOUBLE};
         int32_t calib[8] = {1, 2, 3, 4, 5, 6, 7, 8};
         REQUIRE_OK(qp_llm_plan(m, &cfg, calib, 8, 8, 0, NULL, &p, &err), &err);
