@@ -35,8 +35,8 @@ QPROBE=$BUILD/qprobe
 LLAMA=$ROOT/data/llama-tiny
 # the tiny Llama's sweep (the fp32 and w8c control rows come first) and the
 # scheme its int-mode ladder runs
-LLAMA_GRID=${QP_DEMO_LLAMA_GRID:-w4g32,w4g128,w4g32+a8d}
-LLAMA_INT=${QP_DEMO_LLAMA_INT:-}
+LLAMA_GRID=${QP_DEMO_LLAMA_GRID:-w4g32,w4g128,w4g128@gptq,8da4w,int:8da4w}
+LLAMA_INT=${QP_DEMO_LLAMA_INT:-8da4w}
 T0=$(date +%s)
 
 if [ -z "${QP_MKDEMO:-}" ]; then
