@@ -169,6 +169,9 @@ static enum qp_status binary_infer(const struct qp_op_ctx *c,
                                    struct qp_tdesc *out, struct qp_error *err)
 {
     enum bop op = op_of(c->n);
+    for (int i = 0; i < c->n_in; i++)
+        if (!c->in[i]) /* an empty input name: no such optional input */
+            return qp_op_fail(err, c, QP_E_FORMAT, "input %d is missing", i);
     enum qp_status st = qp_op_broadcast(c, c->in, c->n_in, out, err);
     if (st)
         return st;

@@ -20,7 +20,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                             "model.layers.0.mlp.down_proj.weight"};
         for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
             const struct qp_recipe_rule *m = qp_recipe_lookup(r, names[i]);
-            if (m && !m->fp32 && (m->scheme.w.f.bits < 2 || m->scheme.w.f.bits > 16))
+            /* a rule that quantizes weights has a real width; "fp32+a8t"
+             * and "a16t" leave the weights alone */
+            if (m && m->w_said && !m->w_float &&
+                (m->scheme.w.f.bits < 2 || m->scheme.w.f.bits > 16))
                 abort();
         }
         qp_recipe_free(r);
