@@ -183,15 +183,7 @@ static enum qp_status make_gptq(const struct args *a, const char *model,
         st = qp_cli_gptq_init(c, *s, a->fp32_inputs, a->quiet, err);
     const struct qp_graph *g = st ? NULL : qp_session_graph(*s);
     if (!st)
-        st = qp_qassign_new(g, &as, err);
-    for (int i = 0; !st && i < g->n_nodes; i++) {
-        struct qp_scheme sc;
-        if (qp_node_weighted(g, i, NULL) &&
-            qp_ckpt_pick(o, g->values[g->nodes[i].in[1]].konst, &sc)) {
-            as->wq[i] = true;
-            as->ws[i] = sc.w;
-        }
-    }
+        st = qp_qassign_ckpt(g, o, &as, err);
     if (!st)
         st = qp_cli_gptq_make(c, *s, as, a->wq.round, err);
     if (!st && !a->quiet)

@@ -148,6 +148,22 @@ enum qp_status qp_qassign_recipe(const struct qp_graph *g,
     return QP_OK;
 }
 
+enum qp_status qp_qassign_ckpt(const struct qp_graph *g,
+                               const struct qp_ckpt_opts *o,
+                               struct qp_qassign **out, struct qp_error *err)
+{
+    enum qp_status st = qp_qassign_new(g, out, err);
+    for (int i = 0; !st && i < g->n_nodes; i++) {
+        struct qp_scheme sc;
+        if (qp_node_weighted(g, i, NULL) &&
+            qp_ckpt_pick(o, g->values[g->nodes[i].in[1]].konst, &sc)) {
+            (*out)->wq[i] = true;
+            (*out)->ws[i] = sc.w;
+        }
+    }
+    return st;
+}
+
 enum qp_status qp_qassign_clone(const struct qp_qassign *a,
                                 struct qp_qassign **out, struct qp_error *err)
 {

@@ -21,6 +21,7 @@
 #include <stddef.h>
 
 #include "model/graph.h"
+#include "quant/ckpt.h"
 #include "quant/qparams.h"
 #include "quant/recipe.h"
 #include "quant/scheme.h"
@@ -62,6 +63,12 @@ enum qp_status qp_qassign_recipe(const struct qp_graph *g,
                                  const struct qp_recipe *r,
                                  struct qp_qassign **out, bool *used,
                                  struct qp_error *err);
+
+/* The weights quantize's checkpoint options o pick (qp_ckpt_pick: a scheme
+ * per weight tensor), on an assignment where activations stay float. */
+enum qp_status qp_qassign_ckpt(const struct qp_graph *g,
+                               const struct qp_ckpt_opts *o,
+                               struct qp_qassign **out, struct qp_error *err);
 
 enum qp_status qp_qassign_clone(const struct qp_qassign *a,
                                 struct qp_qassign **out, struct qp_error *err);
