@@ -293,7 +293,9 @@ enum qp_status qp_sweep_onnx_open(const struct qp_sweep_src *src,
         return st;
     qp_sha256_final(&h, digest);
     struct qp_session *s;
-    if ((st = qp_session_open(src->model, NULL, &s, err)))
+    /* an int8 .tflite: its dequantized float model is the reference */
+    struct qp_session_opts so = {.dequantize = true};
+    if ((st = qp_session_open(src->model, &so, &s, err)))
         return st;
     const struct qp_graph *g = qp_session_graph(s);
     int output = output_index(g, src->output);

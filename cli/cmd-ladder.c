@@ -198,7 +198,9 @@ static int run_model(const struct args *a, const char *model)
     if (!st && a->recipe_path)
         st = qp_recipe_load(a->recipe_path, &recipe, &err);
     if (!st)
-        st = qp_session_open(model, NULL, &s, &err);
+        /* an int8 .tflite: its dequantized float model (the reference) */
+        st = qp_session_open(model, &(struct qp_session_opts){.dequantize = true},
+                             &s, &err);
     if (!st && a->calib)
         st = qp_session_add_calib(s, a->calib, NULL, &err);
     if (!st && !a->calib) {

@@ -219,7 +219,9 @@ static int run(struct args *a, const char *model)
     struct qp_rsearch_result res = {0};
     struct qp_csv_writer *csv = NULL;
     struct qp_plot *plot = NULL;
-    enum qp_status st = qp_session_open(model, NULL, &s, &err);
+    /* an int8 .tflite: its dequantized float model is the reference */
+    struct qp_session_opts so = {.dequantize = true};
+    enum qp_status st = qp_session_open(model, &so, &s, &err);
     const struct qp_graph *g = s ? qp_session_graph(s) : NULL;
     if (!st)
         st = qp_session_add_calib(s, a->calib, NULL, &err);

@@ -51,7 +51,8 @@ static const struct qp_cli cli = {
     "A .tflite model runs TFLite's own integer arithmetic (the int mode, its "
     "default):\n--requant tflite (TFLite Micro, default) or tflite-x86 "
     "(TFLite's x86 kernels);\n--mode fp32 runs its dequantized float "
-    "reference.\n"
+    "reference, --mode fake quantizes that\nreference (or a float .tflite) "
+    "per the scheme or recipe, as for an ONNX model.\n"
     "A model folder (config.json + safetensors: Llama, Mistral, Qwen2, "
     "SmolLM) runs on\n--tokens ids.npy ([T] or [B, T] int32/int64) or --text "
     "FILE; values "
@@ -187,7 +188,9 @@ static int run(struct run_args *a)
     int rc = QP_EXIT_FAIL;
     struct qp_session_opts so = {.keep_bn = a->keep_bn,
         .tfl_flavor = a->tfl_flavor,
-        .dequantize = a->tfl && a->mode_given && a->mode == QP_MODE_FP32};
+        /* a .tflite's float reference: fp32, or quantized by qprobe */
+        .dequantize = a->tfl && a->mode_given &&
+                      (a->mode != QP_MODE_INT || a->has_scheme || a->recipe)};
     struct qp_llm *llm = NULL;
     if (qp_llama_is_model_dir(a->model) ? qp_llm_open(a->model, &llm, &err)
                                         : qp_session_open(a->model, &so, &s, &err))
@@ -253,9 +256,9 @@ static int run(struct run_args *a)
     if (st || (sink.w && qp_sink_commit(&sink, g, outs, &err)))
         goto done;
     const char *how = qp_run_mode_name(a->mode);
-    if (a->tfl && so.dequantize)
+    if (a->tfl && so.dequantize && a->mode == QP_MODE_FP32)
         how = "fp32 (dequantized)";
-    else if (a->tfl && a->mode == QP_MODE_INT)
+    else if (a->tfl && a->mode == QP_MODE_INT && !so.dequantize)
         how = qp_tfl_flavor_name(a->tfl_flavor);
     printf("%s: %s%s, %d nodes in %.1f ms, peak activations %.1f MiB\n",
            a->model, how, local ? " (local)" : "", g->n_nodes,
@@ -353,11 +356,6 @@ int cmd_run(int argc, char **argv)
     else if (!a.tfl && a.requant && !qp_rq_flavor_from_name(a.requant, &a.flavor))
         rc = qp_cli_usage(&cli, "unknown requantization flavor '%s' (%s)",
                           a.requant, qp_rq_flavor_list());
-    else if (a.tfl && (a.has_scheme || a.recipe || a.calib || a.local))
-        rc = qp_cli_usage(&cli, "--scheme, --recipe, --calib and --local do not "
-                          "apply to a TFLite model yet: it runs its own "
-                          "quantization (--mode fp32 gives its float "
-                          "reference)");
     else if (a.mode == QP_MODE_FP32 && (a.has_scheme || a.recipe || a.calib ||
                                         (a.has_flavor && !a.tfl)))
         rc = qp_cli_usage(&cli, "--scheme, --recipe, --calib and --requant need "

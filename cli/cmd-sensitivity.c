@@ -141,7 +141,9 @@ static int run(const struct args *a, const char *model)
     size_t *order = NULL;
     struct qp_csv_writer *csv = NULL;
     struct qp_plot *plot = NULL;
-    enum qp_status st = qp_session_open(model, NULL, &s, &err);
+    /* an int8 .tflite: its dequantized float model is the reference */
+    struct qp_session_opts so = {.dequantize = true};
+    enum qp_status st = qp_session_open(model, &so, &s, &err);
     const struct qp_graph *g = s ? qp_session_graph(s) : NULL;
     if (!st)
         st = qp_session_add_calib(s, a->calib, NULL, &err);

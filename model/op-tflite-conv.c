@@ -167,12 +167,21 @@ static enum qp_status requant(struct conv *k, struct qp_tfl_node *s,
     return QP_OK;
 }
 
+static void pack_oihw(const struct conv *k, const float *w, float *fw);
+
+/* Elements of k's weight (oc x kh x kw x ic, one input channel for
+ * depthwise). */
+static size_t weight_count(const struct conv *k)
+{
+    return k->oc * (k->kind == K_DW ? 1 : k->ic) * k->kh * k->kw;
+}
+
 /* The float path on kernels/conv-f32.h: geometry, and the weights from
  * OHWI / [1,H,W,O] / [O,I] to OIHW. */
 static enum qp_status prepare_f32(struct conv *k, struct qp_error *err)
 {
     struct qp_conv_nd *g = &k->fg;
-    size_t wic = k->kind == K_DW ? 1 : k->ic, nw = k->oc * wic * k->kh * k->kw;
+    size_t nw = weight_count(k);
     memset(g, 0, sizeof *g);
     g->nsp = 2;
     g->batch = k->n;
@@ -199,7 +208,16 @@ static enum qp_status prepare_f32(struct conv *k, struct qp_error *err)
     }
     if (!(k->fw = malloc((nw ? nw : 1) * sizeof *k->fw)))
         return qp_fail(err, QP_E_NOMEM, "out of memory");
-    const float *w = k->weights;
+    pack_oihw(k, k->weights, k->fw);
+    k->f32k = true;
+    return QP_OK;
+}
+
+/* Float weights w in the model's layout (OHWI / [1,H,W,O] / [O,I]) into
+ * fw in OIHW, as kernels/conv-f32.h reads them. */
+static void pack_oihw(const struct conv *k, const float *w, float *fw)
+{
+    size_t wic = k->kind == K_DW ? 1 : k->ic;
     for (size_t oc = 0; oc < k->oc; oc++)
         for (size_t ic = 0; ic < wic; ic++)
             for (size_t ky = 0; ky < k->kh; ky++)
@@ -207,10 +225,8 @@ static enum qp_status prepare_f32(struct conv *k, struct qp_error *err)
                     size_t src = k->kind == K_DW
                                      ? (ky * k->kw + kx) * k->oc + oc
                                      : ((oc * k->kh + ky) * k->kw + kx) * wic + ic;
-                    k->fw[((oc * wic + ic) * k->kh + ky) * k->kw + kx] = w[src];
+                    fw[((oc * wic + ic) * k->kh + ky) * k->kw + kx] = w[src];
                 }
-    k->f32k = true;
-    return QP_OK;
 }
 
 /* n images of hw pixels x c channels: NHWC <-> NCHW. */
@@ -232,21 +248,25 @@ static void to_nhwc(const float *x, size_t n, size_t hw, size_t c, int act,
                     qp_tfl_act_f32(act, x[(b * c + ch) * hw + p]);
 }
 
+/* w: NULL for the prepared weights, else weights in the model's layout
+ * (packed here); b: the bias [oc]. */
 static enum qp_status run_f32(const struct qp_op_ctx *c, const struct conv *k,
-                              int act, const float *x, float *y,
-                              struct qp_error *err)
+                              int act, const float *x, const float *w,
+                              const float *b, float *y, struct qp_error *err)
 {
     size_t hw = k->h * k->w, ohw = k->oh * k->ow;
     size_t nx = k->n * hw * k->ic, ny = k->n * ohw * k->oc;
-    size_t ns = qp_conv_f32_scratch_size(&k->fg);
-    float *buf = qp_op_scratch(c, (nx + ny + ns + 16) * sizeof(float));
+    size_t ns = qp_conv_f32_scratch_size(&k->fg), nw = w ? weight_count(k) : 0;
+    float *buf = qp_op_scratch(c, (nx + ny + ns + nw + 16) * sizeof(float));
     if (!buf)
         return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
     bool flat = k->kind == K_FC || (hw == 1 && ohw == 1);
-    float *xc = flat ? (float *)x : buf, *yc = buf + nx;
+    float *xc = flat ? (float *)x : buf, *yc = buf + nx, *fw = k->fw;
     if (!flat)
         to_nchw(x, k->n, hw, k->ic, xc);
-    qp_conv_f32(c->pool, &k->fg, xc, k->fw, k->fbias, yc, yc + ny, NULL);
+    if (w)
+        pack_oihw(k, w, fw = yc + ny + ns);
+    qp_conv_f32(c->pool, &k->fg, xc, fw, b, yc, yc + ny, NULL);
     to_nhwc(yc, k->n, ohw, k->oc, act, y);
     return QP_OK;
 }
@@ -457,9 +477,10 @@ static int64_t load_w(const struct conv *k, size_t i, size_t oc)
 }
 
 /* Accumulators of a direct convolution (CONV_2D, DEPTHWISE_CONV_2D,
- * FULLY_CONNECTED) into acc [n][oh][ow][oc]: int64 or, when f, float. */
+ * FULLY_CONNECTED) into acc [n][oh][ow][oc]: int64 or, when facc, float
+ * with weights fw and bias fb. */
 static void direct(const struct conv *k, const void *x, int64_t *acc,
-                   float *facc)
+                   float *facc, const float *fw, const float *fb)
 {
     size_t wic = k->kind == K_DW ? 1 : k->ic;
     for (size_t b = 0; b < k->n; b++)
@@ -482,8 +503,7 @@ static void direct(const struct conv *k, const void *x, int64_t *acc,
                                 size_t xi = pix + oc / k->dm;
                                 size_t wi = (ky * k->kw + kx) * k->oc + oc;
                                 if (facc)
-                                    fa += ((const float *)x)[xi] *
-                                          ((const float *)k->weights)[wi];
+                                    fa += ((const float *)x)[xi] * fw[wi];
                                 else
                                     a += load_x(k, x, xi) * load_w(k, wi, oc);
                                 continue;
@@ -492,7 +512,7 @@ static void direct(const struct conv *k, const void *x, int64_t *acc,
                             for (size_t ic = 0; ic < k->ic; ic++) {
                                 if (facc)
                                     fa += ((const float *)x)[pix + ic] *
-                                          ((const float *)k->weights)[wrow + ic];
+                                          fw[wrow + ic];
                                 else
                                     a += load_x(k, x, pix + ic) *
                                          load_w(k, wrow + ic, oc);
@@ -501,7 +521,7 @@ static void direct(const struct conv *k, const void *x, int64_t *acc,
                     }
                     size_t o = ((b * k->oh + oy) * k->ow + ox) * k->oc + oc;
                     if (facc)
-                        facc[o] = (float)fa + k->fbias[oc];
+                        facc[o] = (float)fa + fb[oc];
                     else
                         acc[o] = a + k->bias[oc];
                 }
@@ -511,7 +531,7 @@ static void direct(const struct conv *k, const void *x, int64_t *acc,
  * TransposeConv): every input pixel adds its products to the outputs its
  * window covers; the bias is added afterwards. */
 static void transposed(const struct conv *k, const void *x, int64_t *acc,
-                       float *facc)
+                       float *facc, const float *fw, const float *fb)
 {
     size_t total = k->n * k->oh * k->ow * k->oc;
     for (size_t i = 0; i < total; i++) {
@@ -541,8 +561,7 @@ static void transposed(const struct conv *k, const void *x, int64_t *acc,
                                 size_t wi = ((oc * k->kh + ky) * k->kw + kx) *
                                             k->ic + ic;
                                 if (facc)
-                                    facc[o + oc] += fx *
-                                        ((const float *)k->weights)[wi];
+                                    facc[o + oc] += fx * fw[wi];
                                 else
                                     acc[o + oc] += xv * load_w(k, wi, oc);
                             }
@@ -551,7 +570,7 @@ static void transposed(const struct conv *k, const void *x, int64_t *acc,
                 }
     for (size_t i = 0; i < total; i++) {
         if (facc)
-            facc[i] += k->fbias[i % k->oc];
+            facc[i] += fb[i % k->oc];
         else
             acc[i] += k->bias[i % k->oc];
     }
@@ -587,6 +606,16 @@ static void ruy_epilogue(const struct conv *k, const struct qp_tfl_node *s,
     }
 }
 
+/* Input k when it is not the graph's own constant (NULL otherwise or when
+ * absent): what a planner hands in place of the prepared weight or bias. */
+static const struct qp_tensor *given(const struct qp_op_ctx *c, int k)
+{
+    const struct qp_tensor *t = qp_op_in(c, k);
+    if (!t || k >= c->n->n_in || c->n->in[k] < 0)
+        return NULL;
+    return t == c->g->values[c->n->in[k]].konst ? NULL : t;
+}
+
 static enum qp_status run(const struct qp_op_ctx *c, const struct qp_tfl_node *s,
                           struct qp_tensor *const *out, struct qp_error *err)
 {
@@ -615,8 +644,19 @@ static enum qp_status run(const struct qp_op_ctx *c, const struct qp_tfl_node *s
         ruy_epilogue(k, s, acc, total / k->oc, out[0]->data);
         return QP_OK;
     }
+    /* float weights and bias: the model's, or a planner's in their place
+     * (fake quantization); tfl_run checked their types and shapes */
+    const float *fw = NULL, *fb = k->fbias;
+    const struct qp_tensor *tw = given(c, 1);
+    const struct qp_tensor *tb = given(c, k->kind == K_TCONV ? 3 : 2);
+    if (k->flt && tw)
+        fw = tw->data;
+    if (k->flt && tb)
+        fb = tb->data;
     if (k->f32k)
-        return run_f32(c, k, s->opt.act, x, out[0]->data, err);
+        return run_f32(c, k, s->opt.act, x, fw, fb, out[0]->data, err);
+    if (!fw)
+        fw = k->weights;
     void *buf = qp_op_scratch(c, total * (k->flt ? sizeof(float)
                                                  : sizeof(int64_t)));
     if (!buf)
@@ -624,9 +664,9 @@ static enum qp_status run(const struct qp_op_ctx *c, const struct qp_tfl_node *s
     int64_t *acc = k->flt ? NULL : buf;
     float *facc = k->flt ? buf : NULL;
     if (k->kind == K_TCONV)
-        transposed(k, x, acc, facc);
+        transposed(k, x, acc, facc, fw, fb);
     else
-        direct(k, x, acc, facc);
+        direct(k, x, acc, facc, fw, fb);
     if (k->flt) {
         for (size_t i = 0; i < total; i++)
             ((float *)out[0]->data)[i] = qp_tfl_act_f32(s->opt.act, facc[i]);

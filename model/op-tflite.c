@@ -2,6 +2,7 @@
  * registry, the generic infer and run every TFLite operator shares, the
  * preparation of a node's state and the helpers of the operator files. */
 #include "model/op-tflite.h"
+#include "model/tflite-import.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -389,13 +390,29 @@ static enum qp_status tfl_run(const struct qp_op_ctx *c,
     return st;
 }
 
-#define TFL_OP(name)                                                           \
+/* The weight layout of the four weighted operators (qp_tfl_node_weight):
+ * OHWI and [out, in] put the output channel first (QP_WLAYOUT_TFLITE),
+ * the depthwise [1, H, W, out] last (QP_WLAYOUT_KERAS). Fake quantization
+ * hands the kernels the quantized weight (model/op-tflite-conv.c). */
+static bool tfl_weight_layout(const struct qp_node *n, enum qp_wlayout *out)
+{
+    int w, b, axis;
+    const char *layout;
+    if (!qp_tfl_node_weight(n, &w, &b, &layout, &axis) || w != 1)
+        return false;
+    *out = axis ? QP_WLAYOUT_KERAS : QP_WLAYOUT_TFLITE;
+    return true;
+}
+
+#define TFL_OP_(name, layout)                                                  \
     {"tflite", name, 0, QP_OP_MAX_IO, 1, QP_OP_MAX_IO, 0, false, true, NULL,   \
-     NULL, tfl_infer, tfl_run, 0, NULL, NULL, NULL}
+     NULL, tfl_infer, tfl_run, 0, NULL, layout, NULL}
+#define TFL_OP(name) TFL_OP_(name, NULL)
+#define TFL_WOP(name) TFL_OP_(name, tfl_weight_layout)
 
 const struct qp_op_def qp_ops_tflite[] = {
-    TFL_OP("CONV_2D"), TFL_OP("DEPTHWISE_CONV_2D"), TFL_OP("FULLY_CONNECTED"),
-    TFL_OP("TRANSPOSE_CONV"), TFL_OP("ADD"), TFL_OP("SUB"), TFL_OP("MUL"),
+    TFL_WOP("CONV_2D"), TFL_WOP("DEPTHWISE_CONV_2D"), TFL_WOP("FULLY_CONNECTED"),
+    TFL_WOP("TRANSPOSE_CONV"), TFL_OP("ADD"), TFL_OP("SUB"), TFL_OP("MUL"),
     TFL_OP("AVERAGE_POOL_2D"), TFL_OP("MAX_POOL_2D"), TFL_OP("MEAN"),
     TFL_OP("RESHAPE"), TFL_OP("SQUEEZE"), TFL_OP("SOFTMAX"),
     TFL_OP("LOGISTIC"), TFL_OP("TANH"), TFL_OP("QUANTIZE"),

@@ -10,7 +10,12 @@
  * the plain executor runs a TFLite graph: layouts are TFLite's (NHWC;
  * weights OHWI for CONV_2D, [1,H,W,C] for DEPTHWISE_CONV_2D, [out,in] for
  * FULLY_CONNECTED, [out,H,W,in] for TRANSPOSE_CONV), integer tensors carry
- * their scale and zero point, and outputs get theirs.
+ * their scale and zero point, and outputs get theirs. The four weighted
+ * operators tell planners their float weight's layout (the weight_layout
+ * trait), and their float kernels compute with the weight and bias they
+ * are handed when those are not the graph's own constants (fake
+ * quantization's dequantized weights), so a float model is quantized by
+ * qprobe as an ONNX model of the same graph is.
  *
  * Arithmetic follows the flavor named at import:
  *   QP_TFL_MICRO  TFLite Micro's reference kernels (= TFLite's reference

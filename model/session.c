@@ -457,7 +457,8 @@ enum qp_status qp_session_plan(struct qp_session *s,
         st = qp_fail(err, QP_E_INVAL, "'%s': a quantized TFLite model runs its "
                      "own integer arithmetic (the int mode, its flavor chosen "
                      "when the model is opened); schemes, recipes and the fake "
-                     "mode do not apply to it", s->path);
+                     "mode apply to its dequantized float model, "
+                     "opened as such", s->path);
     } else if (s->tfl_int) {
         ; /* the plain executor runs TFLite's integer kernels */
     } else if (!cfg->scheme && !cfg->recipe && !cfg->assign) {

@@ -99,8 +99,8 @@ test_tflite_run_refuses_malformed_models() {
         --input "$TFL/inputs/hello_world_0.npy" --requant tflite-arm
     assert_contains err "unknown TFLite flavor 'tflite-arm'"
     assert_exit 2 "$QPROBE" run "$TFL/models/hello_world_int8.tflite" \
-        --input "$TFL/inputs/hello_world_0.npy" --mode fake --scheme w8c+a8t
-    assert_contains err "do not apply to a TFLite model yet"
+        --input "$TFL/inputs/hello_world_0.npy" --mode fake
+    assert_contains err "mode fake needs --scheme or --recipe"
 }
 
 test_tflite_float_reference_of_an_int8_model() {
@@ -117,4 +117,47 @@ test_tflite_float_reference_of_an_int8_model() {
     assert_eq "$(tail -n +2 d.csv | wc -l)" 32 "pairs"
     # the scores: float 0.0586 / 0.9414 after the int8 softmax's grid
     assert_near "$(csv_field d.csv MobilenetV1/Predictions/Reshape_1 max_abs)" 0 0.001
+}
+
+test_tflite_fake_mode_quantizes_the_float_reference() {
+    tfl_setup || return 0
+    # --mode fake: the dequantized int8 model quantized by qprobe as an ONNX
+    # model would be. Its weights are int8 per channel on their own grids,
+    # so w8c per output channel (OHWI axis 0, depthwise [1,H,W,C] axis 3)
+    # gives them back exactly: every tensor equals the fp32 reference (a
+    # wrong axis, or kernels ignoring the quantized weights and w4c alike,
+    # would not). w4c damages it; w8c+a8t in fake and int agree closely.
+    local in="$TFL/inputs/person_detect_person.npy" m="$TFL/models/person_detect.tflite"
+    mkdir cal && cp "$TFL"/inputs/person_detect_*.npy cal/
+    assert_exit 0 "$QPROBE" run "$m" --input "$in" --mode fp32 --dump f.safetensors -q
+    assert_exit 0 "$QPROBE" run "$m" --input "$in" --mode fake --scheme w8c \
+        --dump w8.safetensors -q
+    assert_contains out "fake, 31 nodes"
+    assert_exit 0 "$QPROBE" diff f.safetensors w8.safetensors --csv d8.csv
+    assert_eq "$(tail -n +2 d8.csv | wc -l)" 32 "pairs"
+    assert_eq "$(awk -F, 'NR > 1 && $8 != 0' d8.csv | wc -l)" 0 "w8c tensors off the fp32 reference"
+    assert_exit 0 "$QPROBE" run "$m" --input "$in" --mode fake --scheme w4c \
+        --dump w4.safetensors -q
+    assert_exit 0 "$QPROBE" diff f.safetensors w4.safetensors --csv d4.csv
+    assert_eq "$(awk -F, 'NR > 1 && $8 == 0' d4.csv | wc -l)" 1 "w4c tensors on the reference (the input)"
+    assert_exit 0 "$QPROBE" run "$m" --input "$in" --mode fake --scheme w8c+a8t \
+        --calib cal --dump fa.safetensors -q
+    assert_exit 0 "$QPROBE" run "$m" --input "$in" --mode int --scheme w8c+a8t \
+        --calib cal --dump ia.safetensors -q
+    assert_contains out "int, 31 nodes"
+    assert_exit 0 "$QPROBE" diff f.safetensors fa.safetensors --csv da.csv
+    assert_near "$(csv_field da.csv MobilenetV1/Predictions/Reshape_1 sqnr_db)" 34.9 0.5
+    assert_exit 0 "$QPROBE" diff fa.safetensors ia.safetensors --fail-if 'sqnr_db<30' -q
+}
+
+test_tflite_sensitivity_ranks_the_weights() {
+    tfl_setup || return 0
+    mkdir cal && cp "$TFL"/inputs/person_detect_*.npy cal/
+    assert_exit 0 "$QPROBE" sensitivity "$TFL/models/person_detect.tflite" --calib cal \
+        --scheme w4c --parts w --method in --csv s.csv -q
+    # 14 convolutions and 14 depthwise: every weight a unit, ranked worst first
+    assert_eq "$(grep -c ',weights,' s.csv)" 28 "weight units"
+    assert_eq "$(csv_field s.csv 1 unit)" MobilenetV1/Conv2d_1_pointwise/weights/read "worst"
+    awk -F, 'NR > 2 && $8 + 0 < p + 0 { bad = 1 } NR > 1 { p = $8 } END { exit bad }' s.csv ||
+        fail "not ranked by in_w_sqnr"
 }
