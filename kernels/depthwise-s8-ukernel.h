@@ -73,10 +73,23 @@ static inline void qp_dw_s8_pixel_tail(size_t c0, size_t n, size_t taps,
  * per int32 (little-endian, zero past kw): wq[y * ceil(kw/4) + g]. rows[y]
  * has len readable bytes. Defined only on x86-64; call only when
  * qp_dw_s8_rows4_available(). */
+#if defined(__x86_64__)
 bool qp_dw_s8_rows4_available(void);
 void qp_dw_s8_rows4(size_t n, size_t kh, size_t kw, const uint8_t *const *rows,
                     size_t len, const int32_t *wq, bool x_signed, int32_t init,
                     int32_t *acc);
+#else
+/* elsewhere never available: callers' dead branches still link */
+static inline bool qp_dw_s8_rows4_available(void) { return false; }
+static inline void qp_dw_s8_rows4(size_t n, size_t kh, size_t kw,
+                                  const uint8_t *const *rows, size_t len,
+                                  const int32_t *wq, bool x_signed,
+                                  int32_t init, int32_t *acc)
+{
+    (void)n, (void)kh, (void)kw, (void)rows, (void)len, (void)wq;
+    (void)x_signed, (void)init, (void)acc;
+}
+#endif
 
 /* x86 variants (defined only on x86-64). */
 extern const struct qp_dw_s8_ukernel qp_dw_s8_avx2;

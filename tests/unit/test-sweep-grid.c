@@ -20,9 +20,12 @@ static char *expanded(const char *spec)
     }
     size_t len = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? " " : "",
-                                items[i]);
+    for (size_t i = 0; i < n && len < sizeof buf; i++) {
+        /* a long expansion is cut at the buffer's end */
+        int w = snprintf(buf + len, sizeof buf - len, "%s%s", i ? " " : "",
+                         items[i]);
+        len += w > 0 ? (size_t)w : 0;
+    }
     qp_sweep_items_free(items, n);
     return buf;
 }
