@@ -219,14 +219,9 @@ static int run(struct args *a, const char *model)
     struct qp_rsearch_result res = {0};
     struct qp_csv_writer *csv = NULL;
     struct qp_plot *plot = NULL;
-    /* an int8 .tflite: its dequantized float model is the reference */
-    struct qp_session_opts so = {.dequantize = true};
-    enum qp_status st = qp_session_open(model, &so, &s, &err);
+    enum qp_status st = qp_session_open_analysis(model, a->calib, a->eval, &s,
+                                                 &ev, &err);
     const struct qp_graph *g = s ? qp_session_graph(s) : NULL;
-    if (!st)
-        st = qp_session_add_calib(s, a->calib, NULL, &err);
-    if (!st && a->eval)
-        st = qp_input_sets_load(g, a->eval, &ev, &err);
     int out = 0;
     for (int k = 0; g && a->output && k < g->n_outputs; k++)
         out = strcmp(g->values[g->outputs[k]].name, a->output) ? out : k;

@@ -141,14 +141,9 @@ static int run(const struct args *a, const char *model)
     size_t *order = NULL;
     struct qp_csv_writer *csv = NULL;
     struct qp_plot *plot = NULL;
-    /* an int8 .tflite: its dequantized float model is the reference */
-    struct qp_session_opts so = {.dequantize = true};
-    enum qp_status st = qp_session_open(model, &so, &s, &err);
+    enum qp_status st = qp_session_open_analysis(
+        model, a->calib, a->eval ? a->eval : a->calib, &s, &eval, &err);
     const struct qp_graph *g = s ? qp_session_graph(s) : NULL;
-    if (!st)
-        st = qp_session_add_calib(s, a->calib, NULL, &err);
-    if (!st)
-        st = qp_input_sets_load(g, a->eval ? a->eval : a->calib, &eval, &err);
     int out = g ? output_index(g, a->output) : 0;
     if (!st && out < 0)
         st = qp_fail(&err, QP_E_NOTFOUND, "'%s': no graph output named '%s'",

@@ -227,6 +227,22 @@ enum qp_status qp_session_add_calib(struct qp_session *s, const char *path,
     return st;
 }
 
+enum qp_status qp_session_open_analysis(const char *model, const char *calib,
+                                        const char *eval, struct qp_session **s,
+                                        struct qp_input_sets *ev,
+                                        struct qp_error *err)
+{
+    /* an int8 .tflite: its dequantized float model is the reference */
+    struct qp_session_opts so = {.dequantize = true};
+    *s = NULL;
+    enum qp_status st = qp_session_open(model, &so, s, err);
+    if (!st)
+        st = qp_session_add_calib(*s, calib, NULL, err);
+    if (!st && eval)
+        st = qp_input_sets_load(qp_session_graph(*s), eval, ev, err);
+    return st;
+}
+
 size_t qp_session_calib_count(const struct qp_session *s)
 {
     return s->ncalib;

@@ -99,6 +99,17 @@ enum qp_status qp_session_load_inputs(const struct qp_session *s,
 void qp_session_free_inputs(const struct qp_session *s,
                             struct qp_tensor **feed);
 
+/* The float reference session of an analysis command (sensitivity,
+ * recipe): model opened with an int8 .tflite dequantized, calibrated on
+ * the input sets of calib, and eval's input sets (eval NULL: none) loaded
+ * into *ev (qp_input_sets_free). *s may be set on failure too; it belongs
+ * to the caller (qp_session_free). Errors name the file. */
+struct qp_input_sets;
+enum qp_status qp_session_open_analysis(const char *model, const char *calib,
+                                        const char *eval, struct qp_session **s,
+                                        struct qp_input_sets *ev,
+                                        struct qp_error *err);
+
 /* Adds calibration input sets: every .npy/.pb file of the folder path is
  * one set (or path itself, one file). *added (may be NULL) counts them.
  * Errors name the file. */
