@@ -119,11 +119,7 @@ enum qp_status qp_run_new_tensor(struct bufcache *c, const char *name,
         return st;
     struct qp_tensor *t = *out;
     size_t n = t->nbytes ? t->nbytes : 1;
-    char what[300], shape[128];
-    qp_shape_str(t->ndim, t->shape, shape, sizeof shape);
-    snprintf(what, sizeof what, "tensor '%.150s' %s %s", name,
-             qp_dtype_name(d->dtype), shape);
-    if ((st = qp_mem_check(what, n, err))) {
+    if ((st = qp_tensor_check_limit(t, n, err))) {
         qp_tensor_free(t);
         *out = NULL;
         return st;
