@@ -201,6 +201,24 @@ static const float *operand(const struct qp_fuse_pass *vm,
     return NULL;
 }
 
+/* Runs the chain at step k over the block (its last step's value into
+ * that step's destination); false, running nothing, when its x is not a
+ * vector there (a broadcast row), which the steps then handle. */
+static bool run_chain(const struct qp_fuse_pass *vm, int k,
+                      float (*regs)[FUSE_BLOCK], size_t pos, size_t col,
+                      const int64_t *off, size_t n)
+{
+    const struct qp_fuse_chain *c = &vm->chain[k];
+    bool xv;
+    const float *x = operand(vm, &c->x, regs, pos, col, off, &xv);
+    if (!xv)
+        return false;
+    float *dst = vm->out[k + 3] ? vm->out[k + 3] + pos : regs[k + 3];
+    vm->k->hswish_chain(x, *c->add, vm->step[k + 1].alpha,
+                        vm->step[k + 1].beta, c->div, *c->d, dst, n);
+    return true;
+}
+
 void qp_fuse_pass_range(const struct qp_fuse_pass *vm, size_t b, size_t e)
 {
     float regs[QP_FUSE_MAX_NODES][FUSE_BLOCK];
@@ -224,6 +242,10 @@ void qp_fuse_pass_range(const struct qp_fuse_pass *vm, size_t b, size_t e)
             const struct qp_ew_step *s = &vm->step[k];
             float *dst = vm->out[k] ? vm->out[k] + pos : regs[k];
             bool av, bv;
+            if (vm->chain[k].on && run_chain(vm, k, regs, pos, col, off, n)) {
+                k += 3;
+                continue;
+            }
             const float *a = operand(vm, &vm->in[k][0], regs, pos, col, off, &av);
             if (s->binary) {
                 const float *bp = operand(vm, &vm->in[k][1], regs, pos, col,
@@ -250,6 +272,75 @@ static void vm_job(void *ctx, int t, int nt)
     qp_parallel_split(vm->total, t, nt, FUSE_BLOCK, &b, &e);
     if (b < e)
         qp_fuse_pass_range(vm, b, e);
+}
+
+/* ---- HardSwish chains (struct qp_fuse_chain) ----------------------------- */
+
+static bool opd_reg(const struct qp_fuse_opd *o, int idx)
+{
+    return o->kind == QP_FUSE_REG && o->idx == idx;
+}
+
+static bool opd_same(const struct qp_fuse_opd *a, const struct qp_fuse_opd *b)
+{
+    return a->kind == b->kind && a->idx == b->idx && a->one == b->one;
+}
+
+/* True when a step from `from` on reads member `idx`'s block. */
+static bool reg_read_from(const struct qp_fuse_pass *vm, int from, int idx)
+{
+    for (int j = from; j < vm->n; j++)
+        for (int i = 0; i < (vm->step[j].binary ? 2 : 1); i++)
+            if (opd_reg(&vm->in[j][i], idx))
+                return true;
+    return false;
+}
+
+/* Of binary step k's operands, the index of the one that is `want`
+ * (REG idx when want is NULL, else the same operand as *want), the other
+ * being a single value when one_other; -1 when none is. */
+static int pick(const struct qp_fuse_pass *vm, int k, enum qp_ew_binary op,
+                const struct qp_fuse_opd *want, int idx, bool one_other)
+{
+    if (k >= vm->n || !vm->step[k].binary || vm->step[k].op != op)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        const struct qp_fuse_opd *o = &vm->in[k][i], *other = &vm->in[k][1 - i];
+        bool hit = want ? opd_same(o, want) : opd_reg(o, idx);
+        if (hit && (!one_other || other->kind == QP_FUSE_ONE))
+            return i;
+    }
+    return -1;
+}
+
+/* Marks the chains of struct qp_fuse_chain in vm's steps. */
+static void find_chains(struct qp_fuse_pass *vm)
+{
+    memset(vm->chain, 0, sizeof vm->chain);
+    for (int k = 0; k + 3 < vm->n; k++) {
+        /* Add(x, c): x is the operand that is not a single value */
+        int xi = vm->in[k][0].kind == QP_FUSE_ONE ? 1 : 0;
+        const struct qp_fuse_opd *x = &vm->in[k][xi];
+        const struct qp_ew_step *clip = &vm->step[k + 1];
+        if (x->kind == QP_FUSE_ONE || pick(vm, k, QP_EW_ADD, x, 0, true) != xi ||
+            clip->binary || clip->unary != QP_EW_CLIP ||
+            !opd_reg(&vm->in[k + 1][0], k) ||
+            pick(vm, k + 2, QP_EW_MUL, x, 0, false) < 0 ||
+            pick(vm, k + 2, QP_EW_MUL, NULL, k + 1, false) < 0)
+            continue;
+        int di = pick(vm, k + 3, QP_EW_DIV, NULL, k + 2, true);
+        bool div = di == 0;
+        if (!div && (di = pick(vm, k + 3, QP_EW_MUL, NULL, k + 2, true)) < 0)
+            continue;
+        if (vm->out[k] || vm->out[k + 1] || vm->out[k + 2] ||
+            reg_read_from(vm, k + 3, k) || reg_read_from(vm, k + 3, k + 1) ||
+            reg_read_from(vm, k + 4, k + 2))
+            continue;
+        vm->chain[k] = (struct qp_fuse_chain){true, div, *x,
+                                              vm->in[k][1 - xi].one,
+                                              vm->in[k + 3][1 - di].one};
+        k += 3;
+    }
 }
 
 void qp_fuse_prepare(const struct qp_graph *g, const struct qp_fuse_plan *p,
@@ -286,6 +377,7 @@ void qp_fuse_prepare(const struct qp_graph *g, const struct qp_fuse_plan *p,
             *o = (struct qp_fuse_opd){QP_FUSE_EXT, e, NULL};
         }
     }
+    find_chains(vm);
     const struct qp_tdesc *d = &p->m[first].desc;
     vm->total = qp_tdesc_numel(d);
     qp_bcast_init(&vm->bc, d, ext, vm->n_ext);

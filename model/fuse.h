@@ -76,6 +76,17 @@ struct qp_fuse_opd {
                        * Conv's output is written after the prepare) */
 };
 
+/* Steps k..k+3 of a pass that compute HardSwish as Add (x and a single
+ * value), Clip, Mul (x and the Clip), Div or Mul (by a single value),
+ * with only the last one's value read afterwards: run as one loop
+ * (kernels/eltwise-f32.h hswish_chain), the same bits. */
+struct qp_fuse_chain {
+    bool on;          /* a chain starts at this step */
+    bool div;         /* the last step divides */
+    struct qp_fuse_opd x;
+    const float *add, *d; /* read when the pass runs, as QP_FUSE_ONE */
+};
+
 struct qp_fuse_pass {
     int n;
     struct qp_ew_step step[QP_FUSE_MAX_NODES];
@@ -84,6 +95,7 @@ struct qp_fuse_pass {
     int n_ext;
     const float *ext[QP_FUSE_MAX_EXT];
     struct qp_bcast bc;
+    struct qp_fuse_chain chain[QP_FUSE_MAX_NODES];
     size_t total;                  /* elements of the output */
     const struct qp_ew_f32 *k;
 };
