@@ -314,7 +314,10 @@ static size_t plane_stride(int64_t rows, int64_t pitch)
 }
 
 /* Copies the unit's input (rows [r0, r1), columns [c0, c1) of the
- * output) of the icg channels at x into buf. */
+ * output) of the icg channels at x into buf. When that input is the
+ * whole of every plane and the planes are not a multiple of 4 KiB apart,
+ * *b reads x itself: the copy would be the same layout (a small layer's
+ * input is in cache already, and copying it was a tenth of its time). */
 static void copy_band(const struct geo *q, size_t icg, const float *x,
                       int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                       float *buf, struct band_in *b)
@@ -322,8 +325,12 @@ static void copy_band(const struct geo *q, size_t icg, const float *x,
     int64_t h0, h1, w0, w1;
     input_span(r0, r1, q->SH, q->KH, q->DH, q->PH, q->H, &h0, &h1);
     input_span(c0, c1, q->SW, q->KW, q->DW, q->PW, q->W, &w0, &w1);
-    *b = (struct band_in){buf, plane_stride(h1 - h0, w1 - w0), w1 - w0, h0, w0};
     size_t hw = (size_t)(q->H * q->W);
+    if (h0 == 0 && h1 == q->H && w0 == 0 && w1 == q->W && hw % 1024 != 0) {
+        *b = (struct band_in){x, hw, q->W, 0, 0};
+        return;
+    }
+    *b = (struct band_in){buf, plane_stride(h1 - h0, w1 - w0), w1 - w0, h0, w0};
     for (size_t ic = 0; ic < icg; ic++)
         for (int64_t h = h0; h < h1; h++)
             memcpy(buf + ic * b->ps + (size_t)((h - h0) * b->pitch),

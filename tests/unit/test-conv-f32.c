@@ -228,6 +228,12 @@ QP_TEST(conv_f32_variants_match_naive_loops)
         {2, 1, 9, 17, 1, 3, 130, 1, 3, 1, 2, 1, 1, 0, 1, 0, 0},
         {2, 1, 8, 8, 1, 9, 33, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},
         {1, 2, 6, 9, 3, 1, 50, 1, 5, 1, 2, 1, 2, 0, 3, 0, 2},
+        /* inputs the SIMD variant copies rather than reads in place: more
+         * than its L2 budget (bands of rows; of columns for one output
+         * row), and planes of 1024 floats (4 KiB apart) */
+        {2, 1, 72, 20, 1, 40, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        {2, 1, 40, 9, 1, 1, 1700, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1},
+        {2, 1, 8, 11, 1, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
     };
     int supported = 0, total = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++, total++)
