@@ -165,24 +165,33 @@ SPECIALIZED void dw_row(const struct geo *q, const struct colplan *cp,
         _mm512_mask_storeu_ps(yr + ow0 + 48, cp->store[3], a3);
 }
 
-static void dw_plane(const struct geo *q, const float *x, const float *w,
-                     float bias, float *y)
+/* Column plans a depthwise call makes once for all its planes (a plane
+ * of at most DW_PLANS * 16 * DW_NV columns; wider ones make them per
+ * plane). */
+#define DW_PLANS 16
+
+/* One plane; plans: the column plans of its column groups (16 * DW_NV
+ * columns each), or NULL to make them here. */
+static void dw_plane(const struct geo *q, const struct colplan *plans,
+                     const float *x, const float *w, float bias, float *y)
 {
-    struct colplan cp;
-    for (int64_t ow0 = 0; ow0 < q->OW; ow0 += 16 * DW_NV) {
-        colplan_init(&cp, q, ow0, DW_NV);
+    struct colplan own;
+    for (int64_t ow0 = 0, gi = 0; ow0 < q->OW; ow0 += 16 * DW_NV, gi++) {
+        const struct colplan *cp = plans ? &plans[gi] : &own;
+        if (!plans)
+            colplan_init(&own, q, ow0, DW_NV);
         for (int64_t oh = 0; oh < q->OH; oh++) {
             float *yr = y + oh * q->OW;
             bool s2 = q->SW == 2;
-            switch (cp.nv * 2 + s2) {
-            case 8: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 4, 0); break;
-            case 9: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 4, 1); break;
-            case 6: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 3, 0); break;
-            case 7: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 3, 1); break;
-            case 4: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 2, 0); break;
-            case 5: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 2, 1); break;
-            case 2: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 1, 0); break;
-            default: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 1, 1); break;
+            switch (cp->nv * 2 + s2) {
+            case 8: dw_row(q, cp, x, w, bias, yr, oh, ow0, 4, 0); break;
+            case 9: dw_row(q, cp, x, w, bias, yr, oh, ow0, 4, 1); break;
+            case 6: dw_row(q, cp, x, w, bias, yr, oh, ow0, 3, 0); break;
+            case 7: dw_row(q, cp, x, w, bias, yr, oh, ow0, 3, 1); break;
+            case 4: dw_row(q, cp, x, w, bias, yr, oh, ow0, 2, 0); break;
+            case 5: dw_row(q, cp, x, w, bias, yr, oh, ow0, 2, 1); break;
+            case 2: dw_row(q, cp, x, w, bias, yr, oh, ow0, 1, 0); break;
+            default: dw_row(q, cp, x, w, bias, yr, oh, ow0, 1, 1); break;
             }
         }
     }
@@ -208,9 +217,15 @@ static void dw_run(void *ctx, int t, int nt)
     size_t sin = (size_t)(j->q.H * j->q.W), sout = (size_t)(j->q.OH * j->q.OW);
     size_t kvol = (size_t)(j->q.KH * j->q.KW);
     qp_parallel_split(planes, t, nt, 1, &b, &e);
+    struct colplan plans[DW_PLANS];
+    int64_t groups = (j->q.OW + 16 * DW_NV - 1) / (16 * DW_NV);
+    bool shared = groups <= DW_PLANS && e - b > 1;
+    for (int64_t gi = 0; shared && gi < groups; gi++)
+        colplan_init(&plans[gi], &j->q, gi * 16 * DW_NV, DW_NV);
     for (size_t p = b; p < e; p++) {
         size_t n = p / g->out_c, oc = p % g->out_c;
-        dw_plane(&j->q, j->x + (n * g->in_c + oc / mult) * sin,
+        dw_plane(&j->q, shared ? plans : NULL,
+                 j->x + (n * g->in_c + oc / mult) * sin,
                  j->w + oc * kvol, j->bias ? j->bias[oc] : 0.0f,
                  j->y + p * sout);
         if (j->epi)
