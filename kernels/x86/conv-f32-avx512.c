@@ -165,35 +165,114 @@ SPECIALIZED void dw_row(const struct geo *q, const struct colplan *cp,
         _mm512_mask_storeu_ps(yr + ow0 + 48, cp->store[3], a3);
 }
 
+/* Four output rows oh..oh+3 at once, every tap row of each inside the
+ * plane: 4 x nv independent sums (one row's nv sums alone wait on the
+ * multiply-add latency), each the same multiply-adds in the same order
+ * as dw_row's, so the same bits. */
+#define DW_NR 4
+#define R_DECL(j) __m512 a##j##0 = b0, a##j##1 = b0, a##j##2 = b0, a##j##3 = b0
+#define R_FMA(j)                                                               \
+    do {                                                                       \
+        const float *xr = x + ((oh + j) * q->SH - q->PH + kh * q->DH) * q->W;  \
+        a##j##0 = _mm512_fmadd_ps(cp_load(cp, xr, kw, 0, s2), wv, a##j##0);    \
+        if (nv > 1)                                                            \
+            a##j##1 = _mm512_fmadd_ps(cp_load(cp, xr, kw, 1, s2), wv, a##j##1); \
+        if (nv > 2)                                                            \
+            a##j##2 = _mm512_fmadd_ps(cp_load(cp, xr, kw, 2, s2), wv, a##j##2); \
+        if (nv > 3)                                                            \
+            a##j##3 = _mm512_fmadd_ps(cp_load(cp, xr, kw, 3, s2), wv, a##j##3); \
+    } while (0)
+#define R_STORE(j)                                                             \
+    do {                                                                       \
+        float *yr = y + (oh + j) * q->OW + ow0;                                \
+        _mm512_mask_storeu_ps(yr, cp->store[0], a##j##0);                      \
+        if (nv > 1)                                                            \
+            _mm512_mask_storeu_ps(yr + 16, cp->store[1], a##j##1);             \
+        if (nv > 2)                                                            \
+            _mm512_mask_storeu_ps(yr + 32, cp->store[2], a##j##2);             \
+        if (nv > 3)                                                            \
+            _mm512_mask_storeu_ps(yr + 48, cp->store[3], a##j##3);             \
+    } while (0)
+
+SPECIALIZED void dw_rows4(const struct geo *q, const struct colplan *cp,
+                          const float *x, const float *w, float bias, float *y,
+                          int64_t oh, int64_t ow0, const int nv, const int s2)
+{
+    __m512 b0 = _mm512_set1_ps(bias);
+    R_DECL(0); R_DECL(1); R_DECL(2); R_DECL(3);
+    for (int64_t kh = 0; kh < q->KH; kh++)
+        for (int kw = 0; kw < q->KW; kw++) {
+            __m512 wv = _mm512_set1_ps(w[kh * q->KW + kw]);
+            R_FMA(0); R_FMA(1); R_FMA(2); R_FMA(3);
+        }
+    R_STORE(0); R_STORE(1); R_STORE(2); R_STORE(3);
+}
+
 /* Column plans a depthwise call makes once for all its planes (a plane
  * of at most DW_PLANS * 16 * DW_NV columns; wider ones make them per
  * plane). */
 #define DW_PLANS 16
 
+/* Output rows from oh of the columns of cp (ow0 its first): four when
+ * they are all in [ia, ib) (every tap row inside), else one. Returns the
+ * rows done. */
+static int dw_step(const struct geo *q, const struct colplan *cp,
+                   const float *x, const float *w, float bias, float *y,
+                   int64_t oh, int64_t ow0, int64_t ia, int64_t ib)
+{
+    bool s2 = q->SW == 2;
+    if (oh >= ia && oh + DW_NR <= ib) {
+        switch (cp->nv * 2 + s2) {
+        case 8: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 4, 0); break;
+        case 9: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 4, 1); break;
+        case 6: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 3, 0); break;
+        case 7: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 3, 1); break;
+        case 4: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 2, 0); break;
+        case 5: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 2, 1); break;
+        case 2: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 1, 0); break;
+        default: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 1, 1); break;
+        }
+        return DW_NR;
+    }
+    float *yr = y + oh * q->OW;
+    switch (cp->nv * 2 + s2) {
+    case 8: dw_row(q, cp, x, w, bias, yr, oh, ow0, 4, 0); break;
+    case 9: dw_row(q, cp, x, w, bias, yr, oh, ow0, 4, 1); break;
+    case 6: dw_row(q, cp, x, w, bias, yr, oh, ow0, 3, 0); break;
+    case 7: dw_row(q, cp, x, w, bias, yr, oh, ow0, 3, 1); break;
+    case 4: dw_row(q, cp, x, w, bias, yr, oh, ow0, 2, 0); break;
+    case 5: dw_row(q, cp, x, w, bias, yr, oh, ow0, 2, 1); break;
+    case 2: dw_row(q, cp, x, w, bias, yr, oh, ow0, 1, 0); break;
+    default: dw_row(q, cp, x, w, bias, yr, oh, ow0, 1, 1); break;
+    }
+    return 1;
+}
+
 /* One plane; plans: the column plans of its column groups (16 * DW_NV
- * columns each), or NULL to make them here. */
+ * columns each), or NULL to make them here. With plans the plane goes
+ * row band by row band across all its columns (input and output stream
+ * through once); without, column group by column group. */
 static void dw_plane(const struct geo *q, const struct colplan *plans,
                      const float *x, const float *w, float bias, float *y)
 {
-    struct colplan own;
-    for (int64_t ow0 = 0, gi = 0; ow0 < q->OW; ow0 += 16 * DW_NV, gi++) {
-        const struct colplan *cp = plans ? &plans[gi] : &own;
-        if (!plans)
-            colplan_init(&own, q, ow0, DW_NV);
-        for (int64_t oh = 0; oh < q->OH; oh++) {
-            float *yr = y + oh * q->OW;
-            bool s2 = q->SW == 2;
-            switch (cp->nv * 2 + s2) {
-            case 8: dw_row(q, cp, x, w, bias, yr, oh, ow0, 4, 0); break;
-            case 9: dw_row(q, cp, x, w, bias, yr, oh, ow0, 4, 1); break;
-            case 6: dw_row(q, cp, x, w, bias, yr, oh, ow0, 3, 0); break;
-            case 7: dw_row(q, cp, x, w, bias, yr, oh, ow0, 3, 1); break;
-            case 4: dw_row(q, cp, x, w, bias, yr, oh, ow0, 2, 0); break;
-            case 5: dw_row(q, cp, x, w, bias, yr, oh, ow0, 2, 1); break;
-            case 2: dw_row(q, cp, x, w, bias, yr, oh, ow0, 1, 0); break;
-            default: dw_row(q, cp, x, w, bias, yr, oh, ow0, 1, 1); break;
-            }
+    int64_t ia, ib; /* output rows whose every tap row is inside */
+    qp_conv3_range(q->OH, q->SH, -q->PH, q->H - (q->KH - 1) * q->DH, &ia, &ib);
+    int64_t groups = (q->OW + 16 * DW_NV - 1) / (16 * DW_NV);
+    if (plans) {
+        for (int64_t oh = 0; oh < q->OH;) {
+            int done = 1;
+            for (int64_t gi = 0; gi < groups; gi++)
+                done = dw_step(q, &plans[gi], x, w, bias, y, oh,
+                               gi * 16 * DW_NV, ia, ib);
+            oh += done;
         }
+        return;
+    }
+    struct colplan own;
+    for (int64_t gi = 0; gi < groups; gi++) {
+        colplan_init(&own, q, gi * 16 * DW_NV, DW_NV);
+        for (int64_t oh = 0; oh < q->OH;)
+            oh += dw_step(q, &own, x, w, bias, y, oh, gi * 16 * DW_NV, ia, ib);
     }
 }
 

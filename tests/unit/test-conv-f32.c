@@ -234,6 +234,9 @@ QP_TEST(conv_f32_variants_match_naive_loops)
         {2, 1, 72, 20, 1, 40, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
         {2, 1, 40, 9, 1, 1, 1700, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1},
         {2, 1, 8, 11, 1, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+        /* depthwise with dilated rows, stride 2 along W only: four rows
+         * at a time in the interior, one at a time at the borders */
+        {2, 1, 6, 6, 6, 17, 40, 3, 3, 1, 2, 2, 1, 2, 1, 2, 1},
         /* depthwise rows wider than the column plans made once per call */
         {2, 1, 3, 3, 3, 3, 1100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     };
