@@ -234,6 +234,11 @@ QP_TEST(conv_f32_variants_match_naive_loops)
         {2, 1, 72, 20, 1, 40, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
         {2, 1, 40, 9, 1, 1, 1700, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1},
         {2, 1, 8, 11, 1, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+        /* layers of 1024 output positions or more pack their weights:
+         * grouped with blocks of 5 channels, 1x1 with 13, strided 5x5 */
+        {2, 2, 6, 10, 2, 40, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        {2, 1, 19, 13, 1, 33, 40, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+        {2, 1, 7, 17, 1, 70, 70, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},
         /* depthwise with dilated rows, stride 2 along W only: four rows
          * at a time in the interior, one at a time at the borders */
         {2, 1, 6, 6, 6, 17, 40, 3, 3, 1, 2, 2, 1, 2, 1, 2, 1},
