@@ -76,6 +76,9 @@ struct qp_ew_f32 {
      * in one walk; o may equal x. */
     void (*hswish_chain)(const float *x, float add, float lo, float hi,
                          bool div, float d, float *o, size_t n);
+    /* o[i] = x[i] * a + b (a rounded product, then a rounded sum: the
+     * bits of binary MUL then binary ADD), for i < n; o may equal x. */
+    void (*affine)(const float *x, float a, float b, float *o, size_t n);
 };
 
 extern const struct qp_ew_f32 qp_ew_f32_ref;

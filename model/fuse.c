@@ -201,6 +201,12 @@ static const float *operand(const struct qp_fuse_pass *vm,
     return NULL;
 }
 
+/* Steps a chain of kind covers. */
+static int chain_steps(enum qp_fuse_chain_kind kind)
+{
+    return kind == QP_FUSE_CHAIN_HSWISH ? 4 : kind == QP_FUSE_CHAIN_AFFINE ? 2 : 1;
+}
+
 /* Runs the chain at step k over the block (its last step's value into
  * that step's destination); false, running nothing, when its x is not a
  * vector there (a broadcast row), which the steps then handle. */
@@ -213,9 +219,13 @@ static bool run_chain(const struct qp_fuse_pass *vm, int k,
     const float *x = operand(vm, &c->x, regs, pos, col, off, &xv);
     if (!xv)
         return false;
-    float *dst = vm->out[k + 3] ? vm->out[k + 3] + pos : regs[k + 3];
-    vm->k->hswish_chain(x, *c->add, vm->step[k + 1].alpha,
-                        vm->step[k + 1].beta, c->div, *c->d, dst, n);
+    int last = k + chain_steps(c->kind) - 1;
+    float *dst = vm->out[last] ? vm->out[last] + pos : regs[last];
+    if (c->kind == QP_FUSE_CHAIN_HSWISH)
+        vm->k->hswish_chain(x, *c->c0, vm->step[k + 1].alpha,
+                            vm->step[k + 1].beta, c->div, *c->c1, dst, n);
+    else
+        vm->k->affine(x, *c->c0, *c->c1, dst, n);
     return true;
 }
 
@@ -242,8 +252,8 @@ void qp_fuse_pass_range(const struct qp_fuse_pass *vm, size_t b, size_t e)
             const struct qp_ew_step *s = &vm->step[k];
             float *dst = vm->out[k] ? vm->out[k] + pos : regs[k];
             bool av, bv;
-            if (vm->chain[k].on && run_chain(vm, k, regs, pos, col, off, n)) {
-                k += 3;
+            if (vm->chain[k].kind && run_chain(vm, k, regs, pos, col, off, n)) {
+                k += chain_steps(vm->chain[k].kind) - 1;
                 continue;
             }
             const float *a = operand(vm, &vm->in[k][0], regs, pos, col, off, &av);
@@ -274,7 +284,7 @@ static void vm_job(void *ctx, int t, int nt)
         qp_fuse_pass_range(vm, b, e);
 }
 
-/* ---- HardSwish chains (struct qp_fuse_chain) ----------------------------- */
+/* ---- chains (struct qp_fuse_chain) ---------------------------------------- */
 
 static bool opd_reg(const struct qp_fuse_opd *o, int idx)
 {
@@ -313,33 +323,70 @@ static int pick(const struct qp_fuse_pass *vm, int k, enum qp_ew_binary op,
     return -1;
 }
 
+/* True when the values of the first n - 1 steps of the chain of n steps
+ * at k are neither exported nor read by a step after it (inside it, the
+ * patterns fix who reads what). */
+static bool chain_private(const struct qp_fuse_pass *vm, int k, int n)
+{
+    for (int i = k; i < k + n - 1; i++)
+        if (vm->out[i] || reg_read_from(vm, k + n, i))
+            return false;
+    return true;
+}
+
+/* The HardSwish chain at step k, if there is one. */
+static bool find_hswish(const struct qp_fuse_pass *vm, int k,
+                        struct qp_fuse_chain *c)
+{
+    if (k + 3 >= vm->n)
+        return false;
+    /* Add(x, c): x is the operand that is not a single value */
+    int xi = vm->in[k][0].kind == QP_FUSE_ONE ? 1 : 0;
+    const struct qp_fuse_opd *x = &vm->in[k][xi];
+    const struct qp_ew_step *clip = &vm->step[k + 1];
+    if (x->kind == QP_FUSE_ONE || pick(vm, k, QP_EW_ADD, x, 0, true) != xi ||
+        clip->binary || clip->unary != QP_EW_CLIP ||
+        !opd_reg(&vm->in[k + 1][0], k) ||
+        pick(vm, k + 2, QP_EW_MUL, x, 0, false) < 0 ||
+        pick(vm, k + 2, QP_EW_MUL, NULL, k + 1, false) < 0)
+        return false;
+    int di = pick(vm, k + 3, QP_EW_DIV, NULL, k + 2, true);
+    bool div = di == 0;
+    if (!div && (di = pick(vm, k + 3, QP_EW_MUL, NULL, k + 2, true)) < 0)
+        return false;
+    if (!chain_private(vm, k, 4))
+        return false;
+    *c = (struct qp_fuse_chain){QP_FUSE_CHAIN_HSWISH, div, *x,
+                                vm->in[k][1 - xi].one, vm->in[k + 3][1 - di].one};
+    return true;
+}
+
+/* The affine chain at step k, if there is one. */
+static bool find_affine(const struct qp_fuse_pass *vm, int k,
+                        struct qp_fuse_chain *c)
+{
+    if (k + 1 >= vm->n)
+        return false;
+    int xi = vm->in[k][0].kind == QP_FUSE_ONE ? 1 : 0;
+    const struct qp_fuse_opd *x = &vm->in[k][xi];
+    if (x->kind == QP_FUSE_ONE || pick(vm, k, QP_EW_MUL, x, 0, true) != xi)
+        return false;
+    int ai = pick(vm, k + 1, QP_EW_ADD, NULL, k, true);
+    if (ai < 0 || !chain_private(vm, k, 2))
+        return false;
+    *c = (struct qp_fuse_chain){QP_FUSE_CHAIN_AFFINE, false, *x,
+                                vm->in[k][1 - xi].one, vm->in[k + 1][1 - ai].one};
+    return true;
+}
+
 /* Marks the chains of struct qp_fuse_chain in vm's steps. */
 static void find_chains(struct qp_fuse_pass *vm)
 {
     memset(vm->chain, 0, sizeof vm->chain);
-    for (int k = 0; k + 3 < vm->n; k++) {
-        /* Add(x, c): x is the operand that is not a single value */
-        int xi = vm->in[k][0].kind == QP_FUSE_ONE ? 1 : 0;
-        const struct qp_fuse_opd *x = &vm->in[k][xi];
-        const struct qp_ew_step *clip = &vm->step[k + 1];
-        if (x->kind == QP_FUSE_ONE || pick(vm, k, QP_EW_ADD, x, 0, true) != xi ||
-            clip->binary || clip->unary != QP_EW_CLIP ||
-            !opd_reg(&vm->in[k + 1][0], k) ||
-            pick(vm, k + 2, QP_EW_MUL, x, 0, false) < 0 ||
-            pick(vm, k + 2, QP_EW_MUL, NULL, k + 1, false) < 0)
-            continue;
-        int di = pick(vm, k + 3, QP_EW_DIV, NULL, k + 2, true);
-        bool div = di == 0;
-        if (!div && (di = pick(vm, k + 3, QP_EW_MUL, NULL, k + 2, true)) < 0)
-            continue;
-        if (vm->out[k] || vm->out[k + 1] || vm->out[k + 2] ||
-            reg_read_from(vm, k + 3, k) || reg_read_from(vm, k + 3, k + 1) ||
-            reg_read_from(vm, k + 4, k + 2))
-            continue;
-        vm->chain[k] = (struct qp_fuse_chain){true, div, *x,
-                                              vm->in[k][1 - xi].one,
-                                              vm->in[k + 3][1 - di].one};
-        k += 3;
+    for (int k = 0; k < vm->n; k++) {
+        struct qp_fuse_chain *c = &vm->chain[k];
+        if (find_hswish(vm, k, c) || find_affine(vm, k, c))
+            k += chain_steps(c->kind) - 1;
     }
 }
 

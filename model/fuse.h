@@ -76,15 +76,22 @@ struct qp_fuse_opd {
                        * Conv's output is written after the prepare) */
 };
 
-/* Steps k..k+3 of a pass that compute HardSwish as Add (x and a single
- * value), Clip, Mul (x and the Clip), Div or Mul (by a single value),
- * with only the last one's value read afterwards: run as one loop
- * (kernels/eltwise-f32.h hswish_chain), the same bits. */
+/* Steps of a pass run as one loop of kernels/eltwise-f32.h, the same
+ * bits, when only the last one's value is read afterwards: from step k,
+ *  - HSWISH, 4 steps: HardSwish as Add (x and a single value), Clip, Mul
+ *    (x and the Clip), Div or Mul by a single value (hswish_chain);
+ *  - AFFINE, 2 steps: Mul (x and a single value), then Add of a single
+ *    value (affine). */
+enum qp_fuse_chain_kind { QP_FUSE_CHAIN_NONE = 0, QP_FUSE_CHAIN_HSWISH,
+                          QP_FUSE_CHAIN_AFFINE };
+
 struct qp_fuse_chain {
-    bool on;          /* a chain starts at this step */
-    bool div;         /* the last step divides */
+    enum qp_fuse_chain_kind kind; /* of the chain starting at this step */
+    bool div;         /* HSWISH: the last step divides */
     struct qp_fuse_opd x;
-    const float *add, *d; /* read when the pass runs, as QP_FUSE_ONE */
+    /* read when the pass runs, as QP_FUSE_ONE: HSWISH the Add's value and
+     * the last step's; AFFINE the Mul's and the Add's */
+    const float *c0, *c1;
 };
 
 struct qp_fuse_pass {

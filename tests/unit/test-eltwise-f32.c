@@ -230,3 +230,40 @@ QP_TEST(eltwise_hswish_chain_is_the_four_loops_bit_for_bit)
         }
     }
 }
+
+QP_TEST(eltwise_affine_is_mul_then_add_bit_for_bit)
+{
+    enum { N = 555 };
+    static float x[N], want[N], got[N];
+    fill(x, N, 4);
+    const float a = 0.7f, b = -0.1f;
+    /* two roundings, not one fused multiply-add: (1 + 2^-23)^2 rounds to
+     * 1 + 2^-22, and adding -(1 + 2^-22) gives 0 (fused: 2^-46) */
+    const float e = 1.0f + 0x1p-23f, p = -(1.0f + 0x1p-22f);
+    const struct qp_ew_f32 *vars[3] = {&qp_ew_f32_ref, NULL, NULL};
+    enum qp_kern_isa isa[3] = {QP_KERN_REF, QP_KERN_REF, QP_KERN_REF};
+#if defined(__x86_64__)
+    vars[1] = &qp_ew_f32_avx2;
+    isa[1] = QP_KERN_AVX2;
+    vars[2] = &qp_ew_f32_avx512;
+    isa[2] = QP_KERN_AVX512;
+#endif
+    for (int v = 0; v < 3; v++) {
+        if (!vars[v] || !qp_kern_isa_available(isa[v]))
+            continue;
+        qp_ew_f32_ref.binary(QP_EW_MUL, x + 3, true, &a, false, want, N - 5);
+        qp_ew_f32_ref.binary(QP_EW_ADD, want, true, &b, false, want, N - 5);
+        vars[v]->affine(x + 3, a, b, got, N - 5);
+        float ee[17], eo[17];
+        for (int i = 0; i < 17; i++)
+            ee[i] = e;
+        vars[v]->affine(ee, e, p, eo, 17);
+        CHECK(eo[0] == 0.0f && eo[16] == 0.0f);
+        int bad = 0;
+        for (int i = 0; i < N - 5; i++)
+            bad += !same(want[i], got[i]);
+        if (bad)
+            qp_test_failf(ctx, __FILE__, __LINE__, "%s: %d of %d differ",
+                          vars[v]->name, bad, N - 5);
+    }
+}

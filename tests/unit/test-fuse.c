@@ -478,3 +478,47 @@ QP_TEST(fuse_hswish_chains_in_any_operand_order_are_bit_identical)
     qp_tensor_free(x);
     qp_graph_free(f.g);
 }
+
+/* Learnable affine blocks (Mul by a single value, then Add of one; the
+ * pass runs each as one loop) in both operand orders, around a Relu, and
+ * one whose Mul is also a graph output (so it must exist):
+ *   m = 0.5 x; a = 0.25 + m; r = relu(a); m2 = r * 3; y = m2 + -1 */
+QP_TEST(fuse_affine_chains_are_bit_identical)
+{
+    struct fg f;
+    REQUIRE_OK(qp_graph_new("affine", &f.g, &f.err), &f.err);
+    REQUIRE_OK(qp_graph_add_input(f.g, "x", QP_DTYPE_F32, 4, SHAPE(1, 2, 3, 41),
+                                  &f.err), &f.err);
+    REQUIRE(fg_const(&f, "half", 1, SHAPE(1), VALS(0.5)) &&
+            fg_const(&f, "q", 0, NULL, VALS(0.25)) &&
+            fg_const(&f, "three", 0, NULL, VALS(3)) &&
+            fg_const(&f, "m1", 1, SHAPE(1), VALS(-1)));
+    REQUIRE(NODE(&f, "Mul", "m", "x", "half") && NODE(&f, "Add", "a", "q", "m") &&
+            NODE(&f, "Relu", "r", "a") && NODE(&f, "Mul", "m2", "r", "three") &&
+            NODE(&f, "Add", "y", "m2", "m1"));
+    REQUIRE_OK(qp_graph_add_output(f.g, "y", &f.err), &f.err);
+    REQUIRE_OK(qp_graph_add_output(f.g, "m2", &f.err), &f.err);
+    REQUIRE_OK(qp_graph_finalize(f.g, &f.err), &f.err);
+    struct qp_tensor *x = TF32("x", 4, SHAPE(1, 2, 3, 41), NULL);
+    REQUIRE(x);
+    fill(x, 5);
+    const float *xv = x->data;
+    const struct qp_tensor *feed[1] = {x};
+    struct run_result a, b;
+    REQUIRE(run(ctx, f.g, feed, 1, false, NULL, &a));
+    REQUIRE(run(ctx, f.g, feed, 1, true, NULL, &b));
+    CHECK(identical(a.out[0], b.out[0]));
+    CHECK(identical(a.out[1], b.out[1]));
+    const float *y = b.out[0]->data, *m2 = b.out[1]->data;
+    for (size_t i = 0; i < qp_tensor_numel(x); i += 17) {
+        float av = 0.25f + xv[i] * 0.5f, r = av > 0 ? av : 0;
+        CHECK(m2[i] == r * 3.0f);
+        CHECK(y[i] == r * 3.0f + -1.0f);
+    }
+    for (int i = 0; i < f.g->n_nodes; i++)
+        CHECK_INT(b.pass[i], producer(f.g, "m"));
+    release(&a);
+    release(&b);
+    qp_tensor_free(x);
+    qp_graph_free(f.g);
+}
