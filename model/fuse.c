@@ -334,18 +334,28 @@ static bool chain_private(const struct qp_fuse_pass *vm, int k, int n)
     return true;
 }
 
+/* When step k is op of a vector x and a single value, with n - 1 steps
+ * after it: the index of x among its operands; else -1. */
+static int chain_head(const struct qp_fuse_pass *vm, int k, enum qp_ew_binary op,
+                      int n)
+{
+    if (k + n > vm->n)
+        return -1;
+    int xi = vm->in[k][0].kind == QP_FUSE_ONE ? 1 : 0;
+    const struct qp_fuse_opd *x = &vm->in[k][xi];
+    return x->kind != QP_FUSE_ONE && pick(vm, k, op, x, 0, true) == xi ? xi : -1;
+}
+
 /* The HardSwish chain at step k, if there is one. */
 static bool find_hswish(const struct qp_fuse_pass *vm, int k,
                         struct qp_fuse_chain *c)
 {
-    if (k + 3 >= vm->n)
+    int xi = chain_head(vm, k, QP_EW_ADD, 4);
+    if (xi < 0)
         return false;
-    /* Add(x, c): x is the operand that is not a single value */
-    int xi = vm->in[k][0].kind == QP_FUSE_ONE ? 1 : 0;
     const struct qp_fuse_opd *x = &vm->in[k][xi];
     const struct qp_ew_step *clip = &vm->step[k + 1];
-    if (x->kind == QP_FUSE_ONE || pick(vm, k, QP_EW_ADD, x, 0, true) != xi ||
-        clip->binary || clip->unary != QP_EW_CLIP ||
+    if (clip->binary || clip->unary != QP_EW_CLIP ||
         !opd_reg(&vm->in[k + 1][0], k) ||
         pick(vm, k + 2, QP_EW_MUL, x, 0, false) < 0 ||
         pick(vm, k + 2, QP_EW_MUL, NULL, k + 1, false) < 0)
@@ -365,12 +375,10 @@ static bool find_hswish(const struct qp_fuse_pass *vm, int k,
 static bool find_affine(const struct qp_fuse_pass *vm, int k,
                         struct qp_fuse_chain *c)
 {
-    if (k + 1 >= vm->n)
+    int xi = chain_head(vm, k, QP_EW_MUL, 2);
+    if (xi < 0)
         return false;
-    int xi = vm->in[k][0].kind == QP_FUSE_ONE ? 1 : 0;
     const struct qp_fuse_opd *x = &vm->in[k][xi];
-    if (x->kind == QP_FUSE_ONE || pick(vm, k, QP_EW_MUL, x, 0, true) != xi)
-        return false;
     int ai = pick(vm, k + 1, QP_EW_ADD, NULL, k, true);
     if (ai < 0 || !chain_private(vm, k, 2))
         return false;

@@ -213,6 +213,18 @@ SPECIALIZED void dw_rows4(const struct geo *q, const struct colplan *cp,
  * plane). */
 #define DW_PLANS 16
 
+/* dw_rows4 when four, else dw_row, for constant nv and s2. */
+SPECIALIZED void dw_rows(const struct geo *q, const struct colplan *cp,
+                         const float *x, const float *w, float bias, float *y,
+                         int64_t oh, int64_t ow0, bool four, const int nv,
+                         const int s2)
+{
+    if (four)
+        dw_rows4(q, cp, x, w, bias, y, oh, ow0, nv, s2);
+    else
+        dw_row(q, cp, x, w, bias, y + oh * q->OW, oh, ow0, nv, s2);
+}
+
 /* Output rows from oh of the columns of cp (ow0 its first): four when
  * they are all in [ia, ib) (every tap row inside), else one. Returns the
  * rows done. */
@@ -220,32 +232,18 @@ static int dw_step(const struct geo *q, const struct colplan *cp,
                    const float *x, const float *w, float bias, float *y,
                    int64_t oh, int64_t ow0, int64_t ia, int64_t ib)
 {
-    bool s2 = q->SW == 2;
-    if (oh >= ia && oh + DW_NR <= ib) {
-        switch (cp->nv * 2 + s2) {
-        case 8: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 4, 0); break;
-        case 9: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 4, 1); break;
-        case 6: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 3, 0); break;
-        case 7: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 3, 1); break;
-        case 4: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 2, 0); break;
-        case 5: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 2, 1); break;
-        case 2: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 1, 0); break;
-        default: dw_rows4(q, cp, x, w, bias, y, oh, ow0, 1, 1); break;
-        }
-        return DW_NR;
-    }
-    float *yr = y + oh * q->OW;
+    bool s2 = q->SW == 2, f = oh >= ia && oh + DW_NR <= ib;
     switch (cp->nv * 2 + s2) {
-    case 8: dw_row(q, cp, x, w, bias, yr, oh, ow0, 4, 0); break;
-    case 9: dw_row(q, cp, x, w, bias, yr, oh, ow0, 4, 1); break;
-    case 6: dw_row(q, cp, x, w, bias, yr, oh, ow0, 3, 0); break;
-    case 7: dw_row(q, cp, x, w, bias, yr, oh, ow0, 3, 1); break;
-    case 4: dw_row(q, cp, x, w, bias, yr, oh, ow0, 2, 0); break;
-    case 5: dw_row(q, cp, x, w, bias, yr, oh, ow0, 2, 1); break;
-    case 2: dw_row(q, cp, x, w, bias, yr, oh, ow0, 1, 0); break;
-    default: dw_row(q, cp, x, w, bias, yr, oh, ow0, 1, 1); break;
+    case 8: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 4, 0); break;
+    case 9: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 4, 1); break;
+    case 6: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 3, 0); break;
+    case 7: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 3, 1); break;
+    case 4: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 2, 0); break;
+    case 5: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 2, 1); break;
+    case 2: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 1, 0); break;
+    default: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 1, 1); break;
     }
-    return 1;
+    return f ? DW_NR : 1;
 }
 
 /* One plane; plans: the column plans of its column groups (16 * DW_NV

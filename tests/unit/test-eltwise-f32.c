@@ -176,6 +176,21 @@ QP_TEST(eltwise_unary_f64_forms)
     CHECK_NEAR(qp_ew_unary_f64(QP_EW_LEAKY, 0.5f, 0, -4.0), -2.0, 0);
 }
 
+/* The variants this machine runs, the reference first; returns how many
+ * (the chains' tests run every one). */
+static int ew_variants(const struct qp_ew_f32 **v)
+{
+    int n = 0;
+    v[n++] = &qp_ew_f32_ref;
+#if defined(__x86_64__)
+    if (qp_kern_isa_available(QP_KERN_AVX2))
+        v[n++] = &qp_ew_f32_avx2;
+    if (qp_kern_isa_available(QP_KERN_AVX512))
+        v[n++] = &qp_ew_f32_avx512;
+#endif
+    return n;
+}
+
 /* The four loops hswish_chain stands for, run one after the other with
  * variant k (o = x * clip(x + add, lo, hi), then / d or * d). */
 static void chain_by_steps(const struct qp_ew_f32 *k, const float *x, float add,
@@ -197,20 +212,12 @@ QP_TEST(eltwise_hswish_chain_is_the_four_loops_bit_for_bit)
     x[1] = 3.0f;  /* clip(6) = 6: 3 * 6 / 6 = 3 */
     x[2] = NAN;
     x[3] = 1.0f;  /* 1 * 4 / 6 */
-    const struct qp_ew_f32 *vars[3] = {&qp_ew_f32_ref, NULL, NULL};
-    enum qp_kern_isa isa[3] = {QP_KERN_REF, QP_KERN_REF, QP_KERN_REF};
-#if defined(__x86_64__)
-    vars[1] = &qp_ew_f32_avx2;
-    isa[1] = QP_KERN_AVX2;
-    vars[2] = &qp_ew_f32_avx512;
-    isa[2] = QP_KERN_AVX512;
-#endif
+    const struct qp_ew_f32 *vars[3];
+    int nv = ew_variants(vars);
     qp_ew_f32_ref.hswish_chain(x, 3.0f, 0.0f, 6.0f, true, 6.0f, got, 4);
     CHECK_INT(bits(got[0]), 0x80000000u);
     CHECK(got[1] == 3.0f && isnan(got[2]) && got[3] == 4.0f / 6.0f);
-    for (int v = 0; v < 3; v++) {
-        if (!vars[v] || !qp_kern_isa_available(isa[v]))
-            continue;
+    for (int v = 0; v < nv; v++) {
         for (int div = 0; div < 2; div++) {
             float d = div ? 6.0f : 1.0f / 6.0f;
             /* odd length and offset: vector bodies and scalar tails */
@@ -240,17 +247,9 @@ QP_TEST(eltwise_affine_is_mul_then_add_bit_for_bit)
     /* two roundings, not one fused multiply-add: (1 + 2^-23)^2 rounds to
      * 1 + 2^-22, and adding -(1 + 2^-22) gives 0 (fused: 2^-46) */
     const float e = 1.0f + 0x1p-23f, p = -(1.0f + 0x1p-22f);
-    const struct qp_ew_f32 *vars[3] = {&qp_ew_f32_ref, NULL, NULL};
-    enum qp_kern_isa isa[3] = {QP_KERN_REF, QP_KERN_REF, QP_KERN_REF};
-#if defined(__x86_64__)
-    vars[1] = &qp_ew_f32_avx2;
-    isa[1] = QP_KERN_AVX2;
-    vars[2] = &qp_ew_f32_avx512;
-    isa[2] = QP_KERN_AVX512;
-#endif
-    for (int v = 0; v < 3; v++) {
-        if (!vars[v] || !qp_kern_isa_available(isa[v]))
-            continue;
+    const struct qp_ew_f32 *vars[3];
+    int nv = ew_variants(vars);
+    for (int v = 0; v < nv; v++) {
         qp_ew_f32_ref.binary(QP_EW_MUL, x + 3, true, &a, false, want, N - 5);
         qp_ew_f32_ref.binary(QP_EW_ADD, want, true, &b, false, want, N - 5);
         vars[v]->affine(x + 3, a, b, got, N - 5);

@@ -422,6 +422,27 @@ QP_TEST(fuse_conv_epilogue_matches_captured_conv_output)
     qp_graph_free(g);
 }
 
+/* Runs g on x node by node into *a and fused into *b, failing the test
+ * unless their first n_out outputs are the same bits; false (nothing to
+ * release) when a run fails. */
+static bool run_both(struct qp_test_ctx *ctx, const struct qp_graph *g,
+                     const struct qp_tensor *x, int n_out, struct run_result *a,
+                     struct run_result *b)
+{
+    const struct qp_tensor *feed[1] = {x};
+    if (!run(ctx, g, feed, 1, false, NULL, a))
+        return false;
+    if (!run(ctx, g, feed, 1, true, NULL, b)) {
+        release(a);
+        return false;
+    }
+    for (int k = 0; k < n_out; k++)
+        if (!identical(a->out[k], b->out[k]))
+            qp_test_failf(ctx, __FILE__, __LINE__, "output %d: fused and node "
+                          "by node differ", k);
+    return true;
+}
+
 /* HardSwish spelled with the operands the other way round and a Mul by
  * 1/6 for the Div (model/fuse.c runs such four steps as one loop), then
  * a second one whose Add is also a graph output (so it must exist and
@@ -453,12 +474,8 @@ QP_TEST(fuse_hswish_chains_in_any_operand_order_are_bit_identical)
     float *xv = x->data;
     xv[0] = -4.0f; /* clip(-1) = 0 */
     xv[1] = 5.0f;  /* clip(8) = 6: h = 5, a2 = 8, y = 5 */
-    const struct qp_tensor *feed[1] = {x};
     struct run_result a, b;
-    REQUIRE(run(ctx, f.g, feed, 1, false, NULL, &a));
-    REQUIRE(run(ctx, f.g, feed, 1, true, NULL, &b));
-    CHECK(identical(a.out[0], b.out[0]));
-    CHECK(identical(a.out[1], b.out[1]));
+    REQUIRE(run_both(ctx, f.g, x, 2, &a, &b));
     const float *y = b.out[0]->data, *a2 = b.out[1]->data;
     CHECK(y[0] == 0.0f && a2[0] == 3.0f);
     CHECK(a2[1] == 8.0f && y[1] == 5.0f * 6.0f / 6.0f);
@@ -503,12 +520,8 @@ QP_TEST(fuse_affine_chains_are_bit_identical)
     REQUIRE(x);
     fill(x, 5);
     const float *xv = x->data;
-    const struct qp_tensor *feed[1] = {x};
     struct run_result a, b;
-    REQUIRE(run(ctx, f.g, feed, 1, false, NULL, &a));
-    REQUIRE(run(ctx, f.g, feed, 1, true, NULL, &b));
-    CHECK(identical(a.out[0], b.out[0]));
-    CHECK(identical(a.out[1], b.out[1]));
+    REQUIRE(run_both(ctx, f.g, x, 2, &a, &b));
     const float *y = b.out[0]->data, *m2 = b.out[1]->data;
     for (size_t i = 0; i < qp_tensor_numel(x); i += 17) {
         float av = 0.25f + xv[i] * 0.5f, r = av > 0 ? av : 0;
