@@ -8,19 +8,23 @@
  * of column vectors depend only on the tap's column (a "column plan"),
  * and are computed once for every row the group covers.
  *
- *  - Depthwise (IC/groups == 1): one channel plane at a time, up to 4
- *    vectors of one output row at once (independent sums), the tap
- *    weights broadcast.
+ *  - Depthwise (IC/groups == 1): one channel plane at a time, row band
+ *    by row band across the column groups (their plans made once per
+ *    call), four interior rows x up to 4 vectors at once (independent
+ *    sums), border rows one at a time, the tap weights broadcast.
  *  - Otherwise: tiles of 8 output channels x up to 3 vectors (24 sums in
  *    registers); for each input channel and tap, the vectors are loaded
- *    once and multiplied by 8 broadcast weights. A 1x1 convolution with
- *    stride 1 and no padding is one long row per plane.
+ *    once and multiplied by 8 broadcast weights (packed per call into
+ *    [tap][input channel][8] on layers of 1024+ output positions). A 1x1
+ *    convolution with stride 1 and no padding is one long row per plane.
  *
  * Work is split over the pool in units of (image, group, block of output
  * channels, band of rows or columns) sized so a unit's input stays in L2;
- * a unit first copies its input into the thread's scratch, with planes a
- * stride apart that does not alias in L1 (see struct band_in), and the
- * epilogue runs on a unit's output as soon as it is done. Strides
+ * a unit copies its input into the thread's scratch, with planes a
+ * stride apart that does not alias in L1 (see struct band_in), unless it
+ * is whole planes that do not alias (read in place), and the
+ * epilogue runs on a unit's output as soon as it is done. Every output
+ * is the same multiply-adds in the same order whatever the tiling. Strides
  * along W other than 1 and 2, kernels wider than 16, and 3-D convolutions
  * are left to the GEMM path. */
 #if defined(__x86_64__)
