@@ -239,6 +239,10 @@ QP_TEST(conv_f32_variants_match_naive_loops)
         {2, 2, 6, 10, 2, 40, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
         {2, 1, 19, 13, 1, 33, 40, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
         {2, 1, 7, 17, 1, 70, 70, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},
+        /* 1x1 over more than one chunk of 64 input channels (the sums
+         * stored and carried on), plain and with stride 2 */
+        {2, 1, 150, 20, 1, 7, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+        {2, 1, 130, 9, 1, 9, 21, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},
         /* depthwise with dilated rows, stride 2 along W only: four rows
          * at a time in the interior, one at a time at the borders */
         {2, 1, 6, 6, 6, 17, 40, 3, 3, 1, 2, 2, 1, 2, 1, 2, 1},
