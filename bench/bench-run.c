@@ -174,7 +174,7 @@ static void pass_label(const struct qp_graph *g, const int *pass, int first,
 static const char *int_way(const struct qp_qplan *plan, int i)
 {
     static const char *const kinds[] = {" [float]", " [pass]", " [int]",
-                                        " [int]", " [int]", " [int add]"};
+                                        " [int]", " [int]", " [int add]", " [8da4w]"};
     _Static_assert(sizeof kinds / sizeof kinds[0] == QP_QK_COUNT, "kinds");
     if (!plan)
         return "";

@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -32,14 +33,25 @@ bool qp_mem_parse_size(const char *s, size_t *out)
     return true;
 }
 
-/* Physical memory in bytes, or SIZE_MAX when unknown. */
+/* Physical memory in bytes, or SIZE_MAX when unknown, asked once per
+ * process: sysconf(_SC_PHYS_PAGES) is a sysinfo() system call, and the
+ * model runtime checks every buffer it takes (hundreds per forward). The
+ * machine's memory does not change while we run; QP_MAX_ALLOC is still
+ * read at every check. */
 static size_t physical_bytes(void)
 {
+    static _Atomic size_t known; /* 0: not asked yet */
+    size_t v = atomic_load_explicit(&known, memory_order_relaxed);
+    if (v)
+        return v;
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0)
-        return SIZE_MAX;
-    return (size_t)pages > SIZE_MAX / (size_t)page ? SIZE_MAX
-                                                   : (size_t)pages * (size_t)page;
+        v = SIZE_MAX;
+    else
+        v = (size_t)pages > SIZE_MAX / (size_t)page ? SIZE_MAX
+                                                    : (size_t)pages * (size_t)page;
+    atomic_store_explicit(&known, v, memory_order_relaxed);
+    return v;
 }
 
 enum qp_status qp_mem_limit(size_t *limit, struct qp_error *err)

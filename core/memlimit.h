@@ -10,8 +10,9 @@
  *
  * The limit is the environment variable QP_MAX_ALLOC when set: a byte count
  * with an optional suffix k, M, G or T (powers of 1024; "512M", "2G",
- * "1048576"); otherwise the machine's physical memory. It is read at every
- * check (no state is kept), so a test or a caller can change it. */
+ * "1048576"); otherwise the machine's physical memory (asked once per
+ * process). The variable is read at every check, so a test or a caller
+ * can change it. */
 #ifndef QP_CORE_MEMLIMIT_H
 #define QP_CORE_MEMLIMIT_H
 

@@ -6,10 +6,18 @@
  * core/: it carries no state from one call to the next beyond the sleeping
  * threads. One call runs at a time; a call made while the pool is busy (a
  * nested call from inside a share, or another thread's call) runs all its
- * shares on the calling thread, so results never depend on scheduling. */
+ * shares on the calling thread, so results never depend on scheduling.
+ *
+ * Shares are claimed, not assigned: the caller runs share 0, then every
+ * share no worker has claimed yet, and waits only for the shares workers
+ * are running. A worker that wakes late (its core busy with another
+ * process, as on a shared machine) finds nothing left instead of holding
+ * the caller up for a scheduling quantum; each share is still the same
+ * fn(ctx, t, nthreads) call whoever runs it. */
 #include "core/parallel.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -32,13 +40,26 @@ static int env_threads(void)
     return v >= 1 && v <= QP_PARALLEL_MAX_THREADS ? (int)v : -1;
 }
 
+/* Online CPUs (at most MAX_WORKERS + 1), asked once per process:
+ * sysconf(_SC_NPROCESSORS_ONLN) opens and parses a file in /sys, and the
+ * kernels ask for the thread count at every call (it was half the time
+ * of a small model's forward). */
+static int online_cpus(void)
+{
+    static _Atomic int known; /* 0: not asked yet */
+    int v = atomic_load_explicit(&known, memory_order_relaxed);
+    if (v)
+        return v;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    v = n >= 1 ? (int)(n > MAX_WORKERS + 1 ? MAX_WORKERS + 1 : n) : 1;
+    atomic_store_explicit(&known, v, memory_order_relaxed);
+    return v;
+}
+
 int qp_parallel_threads(void)
 {
     int v = env_threads();
-    if (v > 0)
-        return v;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? (int)(n > MAX_WORKERS + 1 ? MAX_WORKERS + 1 : n) : 1;
+    return v > 0 ? v : online_cpus();
 }
 
 enum qp_status qp_parallel_check_env(struct qp_error *err)
@@ -60,15 +81,23 @@ static struct {
     void (*fn)(void *, int, int);
     void *ctx;
     int nthreads;
-    int pending;           /* workers still to finish this run */
+    int next;              /* the next share nobody has claimed */
+    int running;           /* shares workers have claimed and not finished */
     unsigned long born[MAX_WORKERS]; /* gen when worker w was started */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
           PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, NULL,
-          0, 0, {0}};
+          0, 0, 0, {0}};
+
+/* Claims the next share of the current run (called with lock held):
+ * its index, or -1 when every share is claimed. */
+static int claim(void)
+{
+    return pool.next < pool.nthreads ? pool.next++ : -1;
+}
 
 static void *worker_main(void *arg)
 {
-    int id = (int)(intptr_t)arg, share = id + 1;
+    int id = (int)(intptr_t)arg;
     pthread_mutex_lock(&pool.lock);
     /* runs published after this worker was started are its to join, even
      * if it gets here only after one was published */
@@ -77,15 +106,19 @@ static void *worker_main(void *arg)
         while (pool.gen == seen)
             pthread_cond_wait(&pool.start, &pool.lock);
         seen = pool.gen;
-        void (*fn)(void *, int, int) = pool.fn;
-        void *ctx = pool.ctx;
-        int n = pool.nthreads;
-        pthread_mutex_unlock(&pool.lock);
-        if (share < n)
-            fn(ctx, share, n);
-        pthread_mutex_lock(&pool.lock);
-        if (--pool.pending == 0)
-            pthread_cond_signal(&pool.done);
+        /* the run cannot end while a share is claimed and running, so fn
+         * and ctx stay valid for it */
+        for (int t; (t = claim()) >= 0;) {
+            void (*fn)(void *, int, int) = pool.fn;
+            void *ctx = pool.ctx;
+            int n = pool.nthreads;
+            pool.running++;
+            pthread_mutex_unlock(&pool.lock);
+            fn(ctx, t, n);
+            pthread_mutex_lock(&pool.lock);
+            if (--pool.running == 0)
+                pthread_cond_signal(&pool.done);
+        }
     }
     return NULL;
 }
@@ -99,7 +132,9 @@ static void reset_in_child(void)
     pthread_cond_init(&pool.start, NULL);
     pthread_cond_init(&pool.done, NULL);
     pool.workers = 0;
-    pool.pending = 0;
+    pool.next = 0;
+    pool.nthreads = 0;
+    pool.running = 0;
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -144,20 +179,26 @@ void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
             fn(ctx, t, nthreads);
         return;
     }
-    int have = grow(nthreads - 1);
+    grow(nthreads - 1); /* shares no worker takes, the caller runs */
     pthread_mutex_lock(&pool.lock);
     pool.fn = fn;
     pool.ctx = ctx;
     pool.nthreads = nthreads;
-    pool.pending = have;
+    pool.next = 1; /* share 0 is the caller's */
+    pool.running = 0;
     pool.gen++;
     pthread_cond_broadcast(&pool.start);
     pthread_mutex_unlock(&pool.lock);
     fn(ctx, 0, nthreads);
-    for (int t = have + 1; t < nthreads; t++) /* shares no worker could take */
+    for (;;) {
+        pthread_mutex_lock(&pool.lock);
+        int t = claim();
+        if (t < 0)
+            break; /* lock held */
+        pthread_mutex_unlock(&pool.lock);
         fn(ctx, t, nthreads);
-    pthread_mutex_lock(&pool.lock);
-    while (pool.pending > 0)
+    }
+    while (pool.running > 0)
         pthread_cond_wait(&pool.done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.busy);

@@ -2,7 +2,7 @@
  *
  * The thread count is QP_THREADS from the environment when set (an
  * integer from 1 to QP_PARALLEL_MAX_THREADS), otherwise the number of
- * online CPUs (at most that many). Programs refuse other values at start
+ * online CPUs (at most that many; counted once per process). Programs refuse other values at start
  * (qp_parallel_check_env); library code that was not told treats them as
  * unset. Workers start on first use and
  * sleep between calls. One call runs on the pool at a time; a nested or

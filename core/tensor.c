@@ -40,10 +40,13 @@ enum qp_status qp_shape_check(const char *what, enum qp_dtype dtype, int ndim,
     return QP_OK;
 }
 
-/* The allocation limit (core/memlimit.h) for the data of tensor t. */
-static enum qp_status check_limit(const struct qp_tensor *t, size_t nbytes,
-                                  struct qp_error *err)
+enum qp_status qp_tensor_check_limit(const struct qp_tensor *t, size_t nbytes,
+                                     struct qp_error *err)
 {
+    size_t limit;
+    enum qp_status st = qp_mem_limit(&limit, err);
+    if (st || nbytes <= limit) /* the message is made only when it is needed */
+        return st;
     char what[300], shape[128];
     qp_shape_str(t->ndim, t->shape, shape, sizeof shape);
     snprintf(what, sizeof what, "tensor '%.150s' %s %s", t->name,
@@ -82,7 +85,7 @@ enum qp_status qp_tensor_new(const char *name, enum qp_dtype dtype, int ndim,
     if (st)
         return st;
     struct qp_tensor *t = *out;
-    if ((st = check_limit(t, nbytes, err))) {
+    if ((st = qp_tensor_check_limit(t, nbytes, err))) {
         qp_tensor_free(t);
         *out = NULL;
         return st;
@@ -129,7 +132,7 @@ enum qp_status qp_tensor_wrap(const char *name, enum qp_dtype dtype, int ndim,
                        qp_dtype_name(dtype), s, need, nbytes);
     }
     /* mapped data is read whole by whoever asked for the tensor */
-    if ((st = check_limit(*out, nbytes, err))) {
+    if ((st = qp_tensor_check_limit(*out, nbytes, err))) {
         qp_tensor_free(*out);
         *out = NULL;
         return st;

@@ -64,6 +64,13 @@ enum qp_status qp_tensor_new(const char *name, enum qp_dtype dtype, int ndim,
                              const int64_t *shape, struct qp_tensor **out,
                              struct qp_error *err);
 
+/* QP_OK when nbytes of data for t are within the allocation limit
+ * (core/memlimit.h); otherwise qp_tensor_new's QP_E_NOMEM naming t, its
+ * dtype and shape (QP_E_INVAL for an invalid QP_MAX_ALLOC). Cheap when
+ * within: the message is formatted only on failure. */
+enum qp_status qp_tensor_check_limit(const struct qp_tensor *t, size_t nbytes,
+                                     struct qp_error *err);
+
 /* New descriptor (data NULL) carrying name, dtype and shape. */
 enum qp_status qp_tensor_new_desc(const char *name, enum qp_dtype dtype,
                                   int ndim, const int64_t *shape,

@@ -82,4 +82,29 @@ static void ew_binary(enum qp_ew_binary op, const float *a, bool av,
     }
 }
 
-const struct qp_ew_f32 EW_VARIANT = {EW_NAME, ew_unary, ew_binary};
+/* the four operations in the four loops' order: a + c, clip, x * that,
+ * then / d or * d */
+static void ew_hswish_chain(const float *x, float add, float lo, float hi,
+                            bool div, float d, float *o, size_t n)
+{
+    if (div)
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i];
+            o[i] = v * ew_clamp(v + add, lo, hi) / d;
+        }
+    else
+        for (size_t i = 0; i < n; i++) {
+            float v = x[i];
+            o[i] = v * ew_clamp(v + add, lo, hi) * d;
+        }
+}
+
+/* two roundings: the file is compiled without contraction into FMA */
+static void ew_affine(const float *x, float a, float b, float *o, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        o[i] = x[i] * a + b;
+}
+
+const struct qp_ew_f32 EW_VARIANT = {EW_NAME, ew_unary, ew_binary,
+                                     ew_hswish_chain, ew_affine};

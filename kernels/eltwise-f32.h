@@ -69,6 +69,16 @@ struct qp_ew_f32 {
      * vector operand. */
     void (*binary)(enum qp_ew_binary op, const float *a, bool a_vec,
                    const float *b, bool b_vec, float *o, size_t n);
+    /* HardSwish as exporters spell it, Add, Clip, Mul, Div (or Mul):
+     * o[i] = (x[i] * clip(x[i] + add, lo, hi)) / d when div, else
+     * (...) * d, for i < n: the bits of those four loops run one after
+     * the other (binary ADD, unary CLIP, binary MUL, binary DIV or MUL),
+     * in one walk; o may equal x. */
+    void (*hswish_chain)(const float *x, float add, float lo, float hi,
+                         bool div, float d, float *o, size_t n);
+    /* o[i] = x[i] * a + b (a rounded product, then a rounded sum: the
+     * bits of binary MUL then binary ADD), for i < n; o may equal x. */
+    void (*affine)(const float *x, float a, float b, float *o, size_t n);
 };
 
 extern const struct qp_ew_f32 qp_ew_f32_ref;

@@ -13,7 +13,7 @@
  * holds at most CACHE_SLOTS buffers and, beyond CACHE_MIN_BYTES, no more
  * than half the bytes of live activations (oldest dropped first), so the
  * peak stays within 1.5x the live set's. */
-#define CACHE_SLOTS 16
+#define CACHE_SLOTS 64
 #define CACHE_MIN_BYTES ((size_t)8 << 20)
 
 struct bufcache {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "core/memlimit.h"
@@ -108,6 +109,28 @@ static void buffers_give(struct run *r, struct qp_exec_buffers *b)
     b->floor = r->peak_live / 2;
 }
 
+/* A fresh activation buffer of n bytes (free() releases it). One of
+ * HUGE_MIN bytes or more is aligned to and rounded up to whole 2 MiB
+ * pages and asks the kernel for transparent huge pages: such a buffer
+ * comes from mmap, and faulting it in 4 KiB at a time on its first use
+ * in a run was a tenth of the detector's forward. */
+#define HUGE_PAGE ((size_t)2 << 20)
+#define HUGE_MIN ((size_t)4 << 20)
+
+static void *buffer_alloc(size_t n)
+{
+    void *p = NULL;
+    if (n < HUGE_MIN || n > SIZE_MAX - HUGE_PAGE)
+        return malloc(n);
+    size_t len = (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    if (posix_memalign(&p, HUGE_PAGE, len))
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE); /* advice only: failure changes nothing */
+#endif
+    return p;
+}
+
 /* A tensor with uninitialized owned data (from the cache when it fits). */
 enum qp_status qp_run_new_tensor(struct bufcache *c, const char *name,
                                  const struct qp_tdesc *d, struct qp_tensor **out,
@@ -119,18 +142,14 @@ enum qp_status qp_run_new_tensor(struct bufcache *c, const char *name,
         return st;
     struct qp_tensor *t = *out;
     size_t n = t->nbytes ? t->nbytes : 1;
-    char what[300], shape[128];
-    qp_shape_str(t->ndim, t->shape, shape, sizeof shape);
-    snprintf(what, sizeof what, "tensor '%.150s' %s %s", name,
-             qp_dtype_name(d->dtype), shape);
-    if ((st = qp_mem_check(what, n, err))) {
+    if ((st = qp_tensor_check_limit(t, n, err))) {
         qp_tensor_free(t);
         *out = NULL;
         return st;
     }
     t->data = cache_get(c, n);
     if (!t->data)
-        t->data = malloc(n);
+        t->data = buffer_alloc(n);
     if (!t->data) {
         qp_tensor_free(t);
         *out = NULL;

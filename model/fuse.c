@@ -201,6 +201,34 @@ static const float *operand(const struct qp_fuse_pass *vm,
     return NULL;
 }
 
+/* Steps a chain of kind covers. */
+static int chain_steps(enum qp_fuse_chain_kind kind)
+{
+    return kind == QP_FUSE_CHAIN_HSWISH ? 4 : kind == QP_FUSE_CHAIN_AFFINE ? 2 : 1;
+}
+
+/* Runs the chain at step k over the block (its last step's value into
+ * that step's destination); false, running nothing, when its x is not a
+ * vector there (a broadcast row), which the steps then handle. */
+static bool run_chain(const struct qp_fuse_pass *vm, int k,
+                      float (*regs)[FUSE_BLOCK], size_t pos, size_t col,
+                      const int64_t *off, size_t n)
+{
+    const struct qp_fuse_chain *c = &vm->chain[k];
+    bool xv;
+    const float *x = operand(vm, &c->x, regs, pos, col, off, &xv);
+    if (!xv)
+        return false;
+    int last = k + chain_steps(c->kind) - 1;
+    float *dst = vm->out[last] ? vm->out[last] + pos : regs[last];
+    if (c->kind == QP_FUSE_CHAIN_HSWISH)
+        vm->k->hswish_chain(x, *c->c0, vm->step[k + 1].alpha,
+                            vm->step[k + 1].beta, c->div, *c->c1, dst, n);
+    else
+        vm->k->affine(x, *c->c0, *c->c1, dst, n);
+    return true;
+}
+
 void qp_fuse_pass_range(const struct qp_fuse_pass *vm, size_t b, size_t e)
 {
     float regs[QP_FUSE_MAX_NODES][FUSE_BLOCK];
@@ -224,6 +252,10 @@ void qp_fuse_pass_range(const struct qp_fuse_pass *vm, size_t b, size_t e)
             const struct qp_ew_step *s = &vm->step[k];
             float *dst = vm->out[k] ? vm->out[k] + pos : regs[k];
             bool av, bv;
+            if (vm->chain[k].kind && run_chain(vm, k, regs, pos, col, off, n)) {
+                k += chain_steps(vm->chain[k].kind) - 1;
+                continue;
+            }
             const float *a = operand(vm, &vm->in[k][0], regs, pos, col, off, &av);
             if (s->binary) {
                 const float *bp = operand(vm, &vm->in[k][1], regs, pos, col,
@@ -250,6 +282,120 @@ static void vm_job(void *ctx, int t, int nt)
     qp_parallel_split(vm->total, t, nt, FUSE_BLOCK, &b, &e);
     if (b < e)
         qp_fuse_pass_range(vm, b, e);
+}
+
+/* ---- chains (struct qp_fuse_chain) ---------------------------------------- */
+
+static bool opd_reg(const struct qp_fuse_opd *o, int idx)
+{
+    return o->kind == QP_FUSE_REG && o->idx == idx;
+}
+
+static bool opd_same(const struct qp_fuse_opd *a, const struct qp_fuse_opd *b)
+{
+    return a->kind == b->kind && a->idx == b->idx && a->one == b->one;
+}
+
+/* True when a step from `from` on reads member `idx`'s block. */
+static bool reg_read_from(const struct qp_fuse_pass *vm, int from, int idx)
+{
+    for (int j = from; j < vm->n; j++)
+        for (int i = 0; i < (vm->step[j].binary ? 2 : 1); i++)
+            if (opd_reg(&vm->in[j][i], idx))
+                return true;
+    return false;
+}
+
+/* Of binary step k's operands, the index of the one that is `want`
+ * (REG idx when want is NULL, else the same operand as *want), the other
+ * being a single value when one_other; -1 when none is. */
+static int pick(const struct qp_fuse_pass *vm, int k, enum qp_ew_binary op,
+                const struct qp_fuse_opd *want, int idx, bool one_other)
+{
+    if (k >= vm->n || !vm->step[k].binary || vm->step[k].op != op)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        const struct qp_fuse_opd *o = &vm->in[k][i], *other = &vm->in[k][1 - i];
+        bool hit = want ? opd_same(o, want) : opd_reg(o, idx);
+        if (hit && (!one_other || other->kind == QP_FUSE_ONE))
+            return i;
+    }
+    return -1;
+}
+
+/* True when the values of the first n - 1 steps of the chain of n steps
+ * at k are neither exported nor read by a step after it (inside it, the
+ * patterns fix who reads what). */
+static bool chain_private(const struct qp_fuse_pass *vm, int k, int n)
+{
+    for (int i = k; i < k + n - 1; i++)
+        if (vm->out[i] || reg_read_from(vm, k + n, i))
+            return false;
+    return true;
+}
+
+/* When step k is op of a vector x and a single value, with n - 1 steps
+ * after it: the index of x among its operands; else -1. */
+static int chain_head(const struct qp_fuse_pass *vm, int k, enum qp_ew_binary op,
+                      int n)
+{
+    if (k + n > vm->n)
+        return -1;
+    int xi = vm->in[k][0].kind == QP_FUSE_ONE ? 1 : 0;
+    const struct qp_fuse_opd *x = &vm->in[k][xi];
+    return x->kind != QP_FUSE_ONE && pick(vm, k, op, x, 0, true) == xi ? xi : -1;
+}
+
+/* The HardSwish chain at step k, if there is one. */
+static bool find_hswish(const struct qp_fuse_pass *vm, int k,
+                        struct qp_fuse_chain *c)
+{
+    int xi = chain_head(vm, k, QP_EW_ADD, 4);
+    if (xi < 0)
+        return false;
+    const struct qp_fuse_opd *x = &vm->in[k][xi];
+    const struct qp_ew_step *clip = &vm->step[k + 1];
+    if (clip->binary || clip->unary != QP_EW_CLIP ||
+        !opd_reg(&vm->in[k + 1][0], k) ||
+        pick(vm, k + 2, QP_EW_MUL, x, 0, false) < 0 ||
+        pick(vm, k + 2, QP_EW_MUL, NULL, k + 1, false) < 0)
+        return false;
+    int di = pick(vm, k + 3, QP_EW_DIV, NULL, k + 2, true);
+    bool div = di == 0;
+    if (!div && (di = pick(vm, k + 3, QP_EW_MUL, NULL, k + 2, true)) < 0)
+        return false;
+    if (!chain_private(vm, k, 4))
+        return false;
+    *c = (struct qp_fuse_chain){QP_FUSE_CHAIN_HSWISH, div, *x,
+                                vm->in[k][1 - xi].one, vm->in[k + 3][1 - di].one};
+    return true;
+}
+
+/* The affine chain at step k, if there is one. */
+static bool find_affine(const struct qp_fuse_pass *vm, int k,
+                        struct qp_fuse_chain *c)
+{
+    int xi = chain_head(vm, k, QP_EW_MUL, 2);
+    if (xi < 0)
+        return false;
+    const struct qp_fuse_opd *x = &vm->in[k][xi];
+    int ai = pick(vm, k + 1, QP_EW_ADD, NULL, k, true);
+    if (ai < 0 || !chain_private(vm, k, 2))
+        return false;
+    *c = (struct qp_fuse_chain){QP_FUSE_CHAIN_AFFINE, false, *x,
+                                vm->in[k][1 - xi].one, vm->in[k + 1][1 - ai].one};
+    return true;
+}
+
+/* Marks the chains of struct qp_fuse_chain in vm's steps. */
+static void find_chains(struct qp_fuse_pass *vm)
+{
+    memset(vm->chain, 0, sizeof vm->chain);
+    for (int k = 0; k < vm->n; k++) {
+        struct qp_fuse_chain *c = &vm->chain[k];
+        if (find_hswish(vm, k, c) || find_affine(vm, k, c))
+            k += chain_steps(c->kind) - 1;
+    }
 }
 
 void qp_fuse_prepare(const struct qp_graph *g, const struct qp_fuse_plan *p,
@@ -286,6 +432,7 @@ void qp_fuse_prepare(const struct qp_graph *g, const struct qp_fuse_plan *p,
             *o = (struct qp_fuse_opd){QP_FUSE_EXT, e, NULL};
         }
     }
+    find_chains(vm);
     const struct qp_tdesc *d = &p->m[first].desc;
     vm->total = qp_tdesc_numel(d);
     qp_bcast_init(&vm->bc, d, ext, vm->n_ext);

@@ -76,6 +76,24 @@ struct qp_fuse_opd {
                        * Conv's output is written after the prepare) */
 };
 
+/* Steps of a pass run as one loop of kernels/eltwise-f32.h, the same
+ * bits, when only the last one's value is read afterwards: from step k,
+ *  - HSWISH, 4 steps: HardSwish as Add (x and a single value), Clip, Mul
+ *    (x and the Clip), Div or Mul by a single value (hswish_chain);
+ *  - AFFINE, 2 steps: Mul (x and a single value), then Add of a single
+ *    value (affine). */
+enum qp_fuse_chain_kind { QP_FUSE_CHAIN_NONE = 0, QP_FUSE_CHAIN_HSWISH,
+                          QP_FUSE_CHAIN_AFFINE };
+
+struct qp_fuse_chain {
+    enum qp_fuse_chain_kind kind; /* of the chain starting at this step */
+    bool div;         /* HSWISH: the last step divides */
+    struct qp_fuse_opd x;
+    /* read when the pass runs, as QP_FUSE_ONE: HSWISH the Add's value and
+     * the last step's; AFFINE the Mul's and the Add's */
+    const float *c0, *c1;
+};
+
 struct qp_fuse_pass {
     int n;
     struct qp_ew_step step[QP_FUSE_MAX_NODES];
@@ -84,6 +102,7 @@ struct qp_fuse_pass {
     int n_ext;
     const float *ext[QP_FUSE_MAX_EXT];
     struct qp_bcast bc;
+    struct qp_fuse_chain chain[QP_FUSE_MAX_NODES];
     size_t total;                  /* elements of the output */
     const struct qp_ew_f32 *k;
 };

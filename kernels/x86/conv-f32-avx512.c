@@ -8,19 +8,23 @@
  * of column vectors depend only on the tap's column (a "column plan"),
  * and are computed once for every row the group covers.
  *
- *  - Depthwise (IC/groups == 1): one channel plane at a time, up to 4
- *    vectors of one output row at once (independent sums), the tap
- *    weights broadcast.
+ *  - Depthwise (IC/groups == 1): one channel plane at a time, row band
+ *    by row band across the column groups (their plans made once per
+ *    call), four interior rows x up to 4 vectors at once (independent
+ *    sums), border rows one at a time, the tap weights broadcast.
  *  - Otherwise: tiles of 8 output channels x up to 3 vectors (24 sums in
  *    registers); for each input channel and tap, the vectors are loaded
- *    once and multiplied by 8 broadcast weights. A 1x1 convolution with
- *    stride 1 and no padding is one long row per plane.
+ *    once and multiplied by 8 broadcast weights (packed per call into
+ *    [tap][input channel][8] on layers of 1024+ output positions). A 1x1
+ *    convolution with stride 1 and no padding is one long row per plane.
  *
  * Work is split over the pool in units of (image, group, block of output
  * channels, band of rows or columns) sized so a unit's input stays in L2;
- * a unit first copies its input into the thread's scratch, with planes a
- * stride apart that does not alias in L1 (see struct band_in), and the
- * epilogue runs on a unit's output as soon as it is done. Strides
+ * a unit copies its input into the thread's scratch, with planes a
+ * stride apart that does not alias in L1 (see struct band_in), unless it
+ * is whole planes that do not alias (read in place), and the
+ * epilogue runs on a unit's output as soon as it is done. Every output
+ * is the same multiply-adds in the same order whatever the tiling. Strides
  * along W other than 1 and 2, kernels wider than 16, and 3-D convolutions
  * are left to the GEMM path. */
 #if defined(__x86_64__)
@@ -165,26 +169,112 @@ SPECIALIZED void dw_row(const struct geo *q, const struct colplan *cp,
         _mm512_mask_storeu_ps(yr + ow0 + 48, cp->store[3], a3);
 }
 
-static void dw_plane(const struct geo *q, const float *x, const float *w,
-                     float bias, float *y)
+/* Four output rows oh..oh+3 at once, every tap row of each inside the
+ * plane: 4 x nv independent sums (one row's nv sums alone wait on the
+ * multiply-add latency), each the same multiply-adds in the same order
+ * as dw_row's, so the same bits. */
+#define DW_NR 4
+#define R_DECL(j) __m512 a##j##0 = b0, a##j##1 = b0, a##j##2 = b0, a##j##3 = b0
+#define R_FMA(j)                                                               \
+    do {                                                                       \
+        const float *xr = x + ((oh + j) * q->SH - q->PH + kh * q->DH) * q->W;  \
+        a##j##0 = _mm512_fmadd_ps(cp_load(cp, xr, kw, 0, s2), wv, a##j##0);    \
+        if (nv > 1)                                                            \
+            a##j##1 = _mm512_fmadd_ps(cp_load(cp, xr, kw, 1, s2), wv, a##j##1); \
+        if (nv > 2)                                                            \
+            a##j##2 = _mm512_fmadd_ps(cp_load(cp, xr, kw, 2, s2), wv, a##j##2); \
+        if (nv > 3)                                                            \
+            a##j##3 = _mm512_fmadd_ps(cp_load(cp, xr, kw, 3, s2), wv, a##j##3); \
+    } while (0)
+#define R_STORE(j)                                                             \
+    do {                                                                       \
+        float *yr = y + (oh + j) * q->OW + ow0;                                \
+        _mm512_mask_storeu_ps(yr, cp->store[0], a##j##0);                      \
+        if (nv > 1)                                                            \
+            _mm512_mask_storeu_ps(yr + 16, cp->store[1], a##j##1);             \
+        if (nv > 2)                                                            \
+            _mm512_mask_storeu_ps(yr + 32, cp->store[2], a##j##2);             \
+        if (nv > 3)                                                            \
+            _mm512_mask_storeu_ps(yr + 48, cp->store[3], a##j##3);             \
+    } while (0)
+
+SPECIALIZED void dw_rows4(const struct geo *q, const struct colplan *cp,
+                          const float *x, const float *w, float bias, float *y,
+                          int64_t oh, int64_t ow0, const int nv, const int s2)
 {
-    struct colplan cp;
-    for (int64_t ow0 = 0; ow0 < q->OW; ow0 += 16 * DW_NV) {
-        colplan_init(&cp, q, ow0, DW_NV);
-        for (int64_t oh = 0; oh < q->OH; oh++) {
-            float *yr = y + oh * q->OW;
-            bool s2 = q->SW == 2;
-            switch (cp.nv * 2 + s2) {
-            case 8: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 4, 0); break;
-            case 9: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 4, 1); break;
-            case 6: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 3, 0); break;
-            case 7: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 3, 1); break;
-            case 4: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 2, 0); break;
-            case 5: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 2, 1); break;
-            case 2: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 1, 0); break;
-            default: dw_row(q, &cp, x, w, bias, yr, oh, ow0, 1, 1); break;
-            }
+    __m512 b0 = _mm512_set1_ps(bias);
+    R_DECL(0); R_DECL(1); R_DECL(2); R_DECL(3);
+    for (int64_t kh = 0; kh < q->KH; kh++)
+        for (int kw = 0; kw < q->KW; kw++) {
+            __m512 wv = _mm512_set1_ps(w[kh * q->KW + kw]);
+            R_FMA(0); R_FMA(1); R_FMA(2); R_FMA(3);
         }
+    R_STORE(0); R_STORE(1); R_STORE(2); R_STORE(3);
+}
+
+/* Column plans a depthwise call makes once for all its planes (a plane
+ * of at most DW_PLANS * 16 * DW_NV columns; wider ones make them per
+ * plane). */
+#define DW_PLANS 16
+
+/* dw_rows4 when four, else dw_row, for constant nv and s2. */
+SPECIALIZED void dw_rows(const struct geo *q, const struct colplan *cp,
+                         const float *x, const float *w, float bias, float *y,
+                         int64_t oh, int64_t ow0, bool four, const int nv,
+                         const int s2)
+{
+    if (four)
+        dw_rows4(q, cp, x, w, bias, y, oh, ow0, nv, s2);
+    else
+        dw_row(q, cp, x, w, bias, y + oh * q->OW, oh, ow0, nv, s2);
+}
+
+/* Output rows from oh of the columns of cp (ow0 its first): four when
+ * they are all in [ia, ib) (every tap row inside), else one. Returns the
+ * rows done. */
+static int dw_step(const struct geo *q, const struct colplan *cp,
+                   const float *x, const float *w, float bias, float *y,
+                   int64_t oh, int64_t ow0, int64_t ia, int64_t ib)
+{
+    bool s2 = q->SW == 2, f = oh >= ia && oh + DW_NR <= ib;
+    switch (cp->nv * 2 + s2) {
+    case 8: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 4, 0); break;
+    case 9: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 4, 1); break;
+    case 6: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 3, 0); break;
+    case 7: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 3, 1); break;
+    case 4: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 2, 0); break;
+    case 5: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 2, 1); break;
+    case 2: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 1, 0); break;
+    default: dw_rows(q, cp, x, w, bias, y, oh, ow0, f, 1, 1); break;
+    }
+    return f ? DW_NR : 1;
+}
+
+/* One plane; plans: the column plans of its column groups (16 * DW_NV
+ * columns each), or NULL to make them here. With plans the plane goes
+ * row band by row band across all its columns (input and output stream
+ * through once); without, column group by column group. */
+static void dw_plane(const struct geo *q, const struct colplan *plans,
+                     const float *x, const float *w, float bias, float *y)
+{
+    int64_t ia, ib; /* output rows whose every tap row is inside */
+    qp_conv3_range(q->OH, q->SH, -q->PH, q->H - (q->KH - 1) * q->DH, &ia, &ib);
+    int64_t groups = (q->OW + 16 * DW_NV - 1) / (16 * DW_NV);
+    if (plans) {
+        for (int64_t oh = 0; oh < q->OH;) {
+            int done = 1;
+            for (int64_t gi = 0; gi < groups; gi++)
+                done = dw_step(q, &plans[gi], x, w, bias, y, oh,
+                               gi * 16 * DW_NV, ia, ib);
+            oh += done;
+        }
+        return;
+    }
+    struct colplan own;
+    for (int64_t gi = 0; gi < groups; gi++) {
+        colplan_init(&own, q, gi * 16 * DW_NV, DW_NV);
+        for (int64_t oh = 0; oh < q->OH;)
+            oh += dw_step(q, &own, x, w, bias, y, oh, gi * 16 * DW_NV, ia, ib);
     }
 }
 
@@ -198,6 +288,8 @@ struct job {
     size_t chunks, chunk_blocks, bands, band;
     float *scratch;    /* per_thread floats for each thread */
     size_t per_thread;
+    size_t blocks;     /* blocks of MR output channels per group */
+    const float *wp;   /* packed weights (pack_weights), or NULL */
 };
 
 static void dw_run(void *ctx, int t, int nt)
@@ -208,9 +300,15 @@ static void dw_run(void *ctx, int t, int nt)
     size_t sin = (size_t)(j->q.H * j->q.W), sout = (size_t)(j->q.OH * j->q.OW);
     size_t kvol = (size_t)(j->q.KH * j->q.KW);
     qp_parallel_split(planes, t, nt, 1, &b, &e);
+    struct colplan plans[DW_PLANS];
+    int64_t groups = (j->q.OW + 16 * DW_NV - 1) / (16 * DW_NV);
+    bool shared = groups <= DW_PLANS && e - b > 1;
+    for (int64_t gi = 0; shared && gi < groups; gi++)
+        colplan_init(&plans[gi], &j->q, gi * 16 * DW_NV, DW_NV);
     for (size_t p = b; p < e; p++) {
         size_t n = p / g->out_c, oc = p % g->out_c;
-        dw_plane(&j->q, j->x + (n * g->in_c + oc / mult) * sin,
+        dw_plane(&j->q, shared ? plans : NULL,
+                 j->x + (n * g->in_c + oc / mult) * sin,
                  j->w + oc * kvol, j->bias ? j->bias[oc] : 0.0f,
                  j->y + p * sout);
         if (j->epi)
@@ -225,7 +323,7 @@ static void dw_run(void *ctx, int t, int nt)
                          c##m##2 = c##m##0
 #define T_FMA(m)                                                               \
     do {                                                                       \
-        __m512 wv = _mm512_set1_ps(wr[m][k]);                                  \
+        __m512 wv = _mm512_set1_ps(wp ? wp[pk + m] : wr[m][k]);                \
         c##m##0 = _mm512_fmadd_ps(x0, wv, c##m##0);                            \
         if (nv > 1)                                                            \
             c##m##1 = _mm512_fmadd_ps(x1, wv, c##m##1);                        \
@@ -254,15 +352,16 @@ struct band_in {
 };
 
 /* One tile: output channels of weight rows wr[0..MR) (rows past the
- * block's end repeat its last one and are not stored), output row oh,
+ * block's end repeat its last one and are not stored), or when wp is not
+ * NULL the same weights packed (see pack_weights), output row oh,
  * the nv vectors of cp over the input x; yr[m]: output row oh of channel
  * m. The 24 sums are named variables (see dw_row); the input channel
  * loop is innermost, so they stay in registers across it. */
 SPECIALIZED void tile(const struct geo *q, size_t icg,
                         const struct colplan *cp, const struct band_in *x,
-                        const float *const *wr, const float *b8, float *const *yr,
-                        int mr, int64_t oh, int64_t ow0, const int nv,
-                        const int s2)
+                        const float *const *wr, const float *wp,
+                        const float *b8, float *const *yr, int mr, int64_t oh,
+                        int64_t ow0, const int nv, const int s2)
 {
     T_DECL(0); T_DECL(1); T_DECL(2); T_DECL(3);
     T_DECL(4); T_DECL(5); T_DECL(6); T_DECL(7);
@@ -276,7 +375,8 @@ SPECIALIZED void tile(const struct geo *q, size_t icg,
         for (int kw = 0; kw < q->KW; kw++) {
             const float *xc = xr;
             int64_t k = kh * q->KW + kw;
-            for (size_t ic = 0; ic < icg; ic++, xc += hw, k += kk) {
+            size_t pk = (size_t)k * icg * MR;
+            for (size_t ic = 0; ic < icg; ic++, xc += hw, k += kk, pk += MR) {
                 __m512 x0 = cp_load(cp, xc, kw, 0, s2), x1 = x0, x2 = x0;
                 if (nv > 1)
                     x1 = cp_load(cp, xc, kw, 1, s2);
@@ -314,7 +414,10 @@ static size_t plane_stride(int64_t rows, int64_t pitch)
 }
 
 /* Copies the unit's input (rows [r0, r1), columns [c0, c1) of the
- * output) of the icg channels at x into buf. */
+ * output) of the icg channels at x into buf. When that input is the
+ * whole of every plane and the planes are not a multiple of 4 KiB apart,
+ * *b reads x itself: the copy would be the same layout (a small layer's
+ * input is in cache already, and copying it was a tenth of its time). */
 static void copy_band(const struct geo *q, size_t icg, const float *x,
                       int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                       float *buf, struct band_in *b)
@@ -322,8 +425,12 @@ static void copy_band(const struct geo *q, size_t icg, const float *x,
     int64_t h0, h1, w0, w1;
     input_span(r0, r1, q->SH, q->KH, q->DH, q->PH, q->H, &h0, &h1);
     input_span(c0, c1, q->SW, q->KW, q->DW, q->PW, q->W, &w0, &w1);
-    *b = (struct band_in){buf, plane_stride(h1 - h0, w1 - w0), w1 - w0, h0, w0};
     size_t hw = (size_t)(q->H * q->W);
+    if (h0 == 0 && h1 == q->H && w0 == 0 && w1 == q->W && hw % 1024 != 0) {
+        *b = (struct band_in){x, hw, q->W, 0, 0};
+        return;
+    }
+    *b = (struct band_in){buf, plane_stride(h1 - h0, w1 - w0), w1 - w0, h0, w0};
     for (size_t ic = 0; ic < icg; ic++)
         for (int64_t h = h0; h < h1; h++)
             memcpy(buf + ic * b->ps + (size_t)((h - h0) * b->pitch),
@@ -369,6 +476,8 @@ static void direct_unit(const struct job *j, size_t u, float *buf)
         for (size_t oc0 = oc_lo; oc0 < oc_hi; oc0 += MR) {
             int mr = (int)(oc_hi - oc0 < MR ? oc_hi - oc0 : MR);
             const float *wr[MR];
+            const float *wp = j->wp ? j->wp + (gi * j->blocks + oc0 / MR) * kvol * MR
+                                    : NULL;
             float b8[MR];
             for (int m = 0; m < MR; m++) {
                 size_t oc = gi * ocg + oc0 + (size_t)(m < mr ? m : mr - 1);
@@ -382,12 +491,12 @@ static void direct_unit(const struct job *j, size_t u, float *buf)
                             (size_t)(oh * q->OW);
                 bool s2 = q->SW == 2;
                 switch (cp.nv * 2 + s2) {
-                case 6: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 3, 0); break;
-                case 7: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 3, 1); break;
-                case 4: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 2, 0); break;
-                case 5: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 2, 1); break;
-                case 2: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 1, 0); break;
-                default: tile(q, icg, &cp, &x, wr, b8, yr, mr, oh, ow0, 1, 1); break;
+                case 6: tile(q, icg, &cp, &x, wr, wp, b8, yr, mr, oh, ow0, 3, 0); break;
+                case 7: tile(q, icg, &cp, &x, wr, wp, b8, yr, mr, oh, ow0, 3, 1); break;
+                case 4: tile(q, icg, &cp, &x, wr, wp, b8, yr, mr, oh, ow0, 2, 0); break;
+                case 5: tile(q, icg, &cp, &x, wr, wp, b8, yr, mr, oh, ow0, 2, 1); break;
+                case 2: tile(q, icg, &cp, &x, wr, wp, b8, yr, mr, oh, ow0, 1, 0); break;
+                default: tile(q, icg, &cp, &x, wr, wp, b8, yr, mr, oh, ow0, 1, 1); break;
                 }
             }
         }
@@ -453,6 +562,45 @@ static void plan_units(struct job *j, int nthreads)
     j->chunks = (blocks + j->chunk_blocks - 1) / j->chunk_blocks;
 }
 
+/* ---- packed weights --------------------------------------------------------- */
+
+/* Output positions from which a call packs its weights: then the packing
+ * (a copy of the weights) is under a thousandth of the multiply-adds,
+ * and the tiles read one 32-byte line of weights per input channel and
+ * tap instead of eight rows far apart that the input band evicts. */
+#define PACK_MIN_POSITIONS 1024
+
+/* Floats of packed weights for g (0 when it does not pack). */
+static size_t packed_size(const struct qp_conv_nd *g, const struct geo *q)
+{
+    size_t icg = g->in_c / g->groups, ocg = g->out_c / g->groups;
+    if (icg <= 1 || (size_t)(q->OH * q->OW) < PACK_MIN_POSITIONS)
+        return 0;
+    return g->groups * ((ocg + MR - 1) / MR) * MR * icg * (size_t)(q->KH * q->KW);
+}
+
+/* Packs w [OC, icg, KH, KW] into wp: per group and block of MR output
+ * channels, [tap][input channel][MR] (tap = kh * KW + kw), rows past a
+ * block's end repeating its last channel, as tile reads them. */
+static void pack_weights(const struct qp_conv_nd *g, const struct geo *q,
+                         const float *w, float *wp)
+{
+    size_t icg = g->in_c / g->groups, ocg = g->out_c / g->groups;
+    size_t taps = (size_t)(q->KH * q->KW), kvol = icg * taps;
+    size_t blocks = (ocg + MR - 1) / MR;
+    for (size_t gi = 0; gi < g->groups; gi++)
+        for (size_t b = 0; b < blocks; b++) {
+            float *dst = wp + (gi * blocks + b) * kvol * MR;
+            size_t mr = ocg - b * MR < MR ? ocg - b * MR : MR;
+            for (size_t m = 0; m < MR; m++) {
+                const float *src = w + (gi * ocg + b * MR + (m < mr ? m : mr - 1)) * kvol;
+                for (size_t t = 0; t < taps; t++)
+                    for (size_t ic = 0; ic < icg; ic++)
+                        dst[(t * icg + ic) * MR + m] = src[ic * taps + t];
+            }
+        }
+}
+
 /* ---- the variant ----------------------------------------------------------- */
 
 /* Threads the scratch is sized for. */
@@ -470,7 +618,7 @@ static bool supports(const struct qp_conv_nd *g, size_t *scratch)
     if (g->in_c / g->groups > 1) {
         size_t band, bands, per_thread;
         plan_bands(g, &q, &band, &bands, &per_thread);
-        *scratch = per_thread * (size_t)scratch_threads();
+        *scratch = per_thread * (size_t)scratch_threads() + packed_size(g, &q);
     }
     return true;
 }
@@ -479,7 +627,7 @@ static void run(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x
                 const float *w, const float *bias, float *y, float *scratch,
                 const struct qp_conv_epilogue *epi)
 {
-    struct job j = {g, {0}, x, w, bias, y, epi, 0, 0, 0, 0, scratch, 0};
+    struct job j = {g, {0}, x, w, bias, y, epi, 0, 0, 0, 0, scratch, 0, 0, NULL};
     to_geo(g, &j.q);
     size_t icg = g->in_c / g->groups;
     size_t work = g->batch * g->out_c * (size_t)(j.q.OH * j.q.OW) * icg *
@@ -492,6 +640,12 @@ static void run(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x
     if (nt > scratch_threads()) /* the scratch holds that many copies */
         nt = scratch_threads();
     plan_units(&j, nt);
+    j.blocks = (g->out_c / g->groups + MR - 1) / MR;
+    if (packed_size(g, &j.q)) {
+        float *wp = scratch + j.per_thread * (size_t)scratch_threads();
+        pack_weights(g, &j.q, w, wp);
+        j.wp = wp;
+    }
     qp_pool_run(pool, direct_run, &j, nt);
 }
 

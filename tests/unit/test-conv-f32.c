@@ -228,6 +228,26 @@ QP_TEST(conv_f32_variants_match_naive_loops)
         {2, 1, 9, 17, 1, 3, 130, 1, 3, 1, 2, 1, 1, 0, 1, 0, 0},
         {2, 1, 8, 8, 1, 9, 33, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},
         {1, 2, 6, 9, 3, 1, 50, 1, 5, 1, 2, 1, 2, 0, 3, 0, 2},
+        /* inputs the SIMD variant copies rather than reads in place: more
+         * than its L2 budget (bands of rows; of columns for one output
+         * row), and planes of 1024 floats (4 KiB apart) */
+        {2, 1, 72, 20, 1, 40, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        {2, 1, 40, 9, 1, 1, 1700, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1},
+        {2, 1, 8, 11, 1, 32, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1},
+        /* layers of 1024 output positions or more pack their weights:
+         * grouped with blocks of 5 channels, 1x1 with 13, strided 5x5 */
+        {2, 2, 6, 10, 2, 40, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+        {2, 1, 19, 13, 1, 33, 40, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+        {2, 1, 7, 17, 1, 70, 70, 5, 5, 2, 2, 1, 1, 2, 2, 2, 2},
+        /* 1x1 over more than one chunk of 64 input channels (the sums
+         * stored and carried on), plain and with stride 2 */
+        {2, 1, 150, 20, 1, 7, 33, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},
+        {2, 1, 130, 9, 1, 9, 21, 1, 1, 2, 2, 1, 1, 0, 0, 0, 0},
+        /* depthwise with dilated rows, stride 2 along W only: four rows
+         * at a time in the interior, one at a time at the borders */
+        {2, 1, 6, 6, 6, 17, 40, 3, 3, 1, 2, 2, 1, 2, 1, 2, 1},
+        /* depthwise rows wider than the column plans made once per call */
+        {2, 1, 3, 3, 3, 3, 1100, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     };
     int supported = 0, total = 0;
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++, total++)

@@ -175,3 +175,94 @@ QP_TEST(eltwise_unary_f64_forms)
     CHECK_NEAR(qp_ew_unary_f64(QP_EW_CLIP, -1.0f, 1.0f, 5.0), 1.0, 0);
     CHECK_NEAR(qp_ew_unary_f64(QP_EW_LEAKY, 0.5f, 0, -4.0), -2.0, 0);
 }
+
+/* The variants this machine runs, the reference first; returns how many
+ * (the chains' tests run every one). */
+static int ew_variants(const struct qp_ew_f32 **v)
+{
+    int n = 0;
+    v[n++] = &qp_ew_f32_ref;
+#if defined(__x86_64__)
+    if (qp_kern_isa_available(QP_KERN_AVX2))
+        v[n++] = &qp_ew_f32_avx2;
+    if (qp_kern_isa_available(QP_KERN_AVX512))
+        v[n++] = &qp_ew_f32_avx512;
+#endif
+    return n;
+}
+
+/* The four loops hswish_chain stands for, run one after the other with
+ * variant k (o = x * clip(x + add, lo, hi), then / d or * d). */
+static void chain_by_steps(const struct qp_ew_f32 *k, const float *x, float add,
+                           float lo, float hi, bool div, float d, float *t,
+                           float *o, size_t n)
+{
+    k->binary(QP_EW_ADD, x, true, &add, false, t, n);
+    k->unary(QP_EW_CLIP, lo, hi, t, t, n);
+    k->binary(QP_EW_MUL, x, true, t, true, t, n);
+    k->binary(div ? QP_EW_DIV : QP_EW_MUL, t, true, &d, false, o, n);
+}
+
+QP_TEST(eltwise_hswish_chain_is_the_four_loops_bit_for_bit)
+{
+    enum { N = 777 };
+    static float x[N], t[N], want[N], got[N];
+    fill(x, N, 3);
+    x[0] = -3.0f; /* clip(0) = 0: -3 * 0 = -0 */
+    x[1] = 3.0f;  /* clip(6) = 6: 3 * 6 / 6 = 3 */
+    x[2] = NAN;
+    x[3] = 1.0f;  /* 1 * 4 / 6 */
+    const struct qp_ew_f32 *vars[3];
+    int nv = ew_variants(vars);
+    qp_ew_f32_ref.hswish_chain(x, 3.0f, 0.0f, 6.0f, true, 6.0f, got, 4);
+    CHECK_INT(bits(got[0]), 0x80000000u);
+    CHECK(got[1] == 3.0f && isnan(got[2]) && got[3] == 4.0f / 6.0f);
+    for (int v = 0; v < nv; v++) {
+        for (int div = 0; div < 2; div++) {
+            float d = div ? 6.0f : 1.0f / 6.0f;
+            /* odd length and offset: vector bodies and scalar tails */
+            chain_by_steps(&qp_ew_f32_ref, x + 1, 3.0f, -0.5f, 6.0f, div, d, t,
+                           want, N - 2);
+            vars[v]->hswish_chain(x + 1, 3.0f, -0.5f, 6.0f, div, d, got, N - 2);
+            int bad = 0;
+            for (int i = 0; i < N - 2; i++)
+                bad += !same(want[i], got[i]);
+            if (bad)
+                qp_test_failf(ctx, __FILE__, __LINE__, "%s div %d: %d of %d "
+                              "differ", vars[v]->name, div, bad, N - 2);
+            /* in place */
+            memcpy(got, x + 1, (N - 2) * sizeof *got);
+            vars[v]->hswish_chain(got, 3.0f, -0.5f, 6.0f, div, d, got, N - 2);
+            CHECK(same(want[N / 2], got[N / 2]) && same(want[7], got[7]));
+        }
+    }
+}
+
+QP_TEST(eltwise_affine_is_mul_then_add_bit_for_bit)
+{
+    enum { N = 555 };
+    static float x[N], want[N], got[N];
+    fill(x, N, 4);
+    const float a = 0.7f, b = -0.1f;
+    /* two roundings, not one fused multiply-add: (1 + 2^-23)^2 rounds to
+     * 1 + 2^-22, and adding -(1 + 2^-22) gives 0 (fused: 2^-46) */
+    const float e = 1.0f + 0x1p-23f, p = -(1.0f + 0x1p-22f);
+    const struct qp_ew_f32 *vars[3];
+    int nv = ew_variants(vars);
+    for (int v = 0; v < nv; v++) {
+        qp_ew_f32_ref.binary(QP_EW_MUL, x + 3, true, &a, false, want, N - 5);
+        qp_ew_f32_ref.binary(QP_EW_ADD, want, true, &b, false, want, N - 5);
+        vars[v]->affine(x + 3, a, b, got, N - 5);
+        float ee[17], eo[17];
+        for (int i = 0; i < 17; i++)
+            ee[i] = e;
+        vars[v]->affine(ee, e, p, eo, 17);
+        CHECK(eo[0] == 0.0f && eo[16] == 0.0f);
+        int bad = 0;
+        for (int i = 0; i < N - 5; i++)
+            bad += !same(want[i], got[i]);
+        if (bad)
+            qp_test_failf(ctx, __FILE__, __LINE__, "%s: %d of %d differ",
+                          vars[v]->name, bad, N - 5);
+    }
+}

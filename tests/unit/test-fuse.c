@@ -421,3 +421,117 @@ QP_TEST(fuse_conv_epilogue_matches_captured_conv_output)
     qp_tensor_free(x);
     qp_graph_free(g);
 }
+
+/* Runs g on x node by node into *a and fused into *b, failing the test
+ * unless their first n_out outputs are the same bits; false (nothing to
+ * release) when a run fails. */
+static bool run_both(struct qp_test_ctx *ctx, const struct qp_graph *g,
+                     const struct qp_tensor *x, int n_out, struct run_result *a,
+                     struct run_result *b)
+{
+    const struct qp_tensor *feed[1] = {x};
+    if (!run(ctx, g, feed, 1, false, NULL, a))
+        return false;
+    if (!run(ctx, g, feed, 1, true, NULL, b)) {
+        release(a);
+        return false;
+    }
+    for (int k = 0; k < n_out; k++)
+        if (!identical(a->out[k], b->out[k]))
+            qp_test_failf(ctx, __FILE__, __LINE__, "output %d: fused and node "
+                          "by node differ", k);
+    return true;
+}
+
+/* HardSwish spelled with the operands the other way round and a Mul by
+ * 1/6 for the Div (model/fuse.c runs such four steps as one loop), then
+ * a second one whose Add is also a graph output (so it must exist and
+ * the four steps run one by one):
+ *   a = 3 + x; c = clip(a, 0, 6); m = c * x; h = m * (1/6)
+ *   a2 = h + 3; c2 = clip(a2, 0, 6); m2 = h * c2; y = m2 / 6 */
+QP_TEST(fuse_hswish_chains_in_any_operand_order_are_bit_identical)
+{
+    struct fg f;
+    REQUIRE_OK(qp_graph_new("hswish", &f.g, &f.err), &f.err);
+    REQUIRE_OK(qp_graph_add_input(f.g, "x", QP_DTYPE_F32, 4, SHAPE(1, 3, 5, 37),
+                                  &f.err), &f.err);
+    REQUIRE(fg_const(&f, "three", 0, NULL, VALS(3)) &&
+            fg_const(&f, "zero", 0, NULL, VALS(0)) &&
+            fg_const(&f, "six", 0, NULL, VALS(6)) &&
+            fg_const(&f, "sixth", 1, SHAPE(1), VALS(1.0 / 6)));
+    REQUIRE(NODE(&f, "Add", "a", "three", "x") &&
+            NODE(&f, "Clip", "c", "a", "zero", "six") &&
+            NODE(&f, "Mul", "m", "c", "x") && NODE(&f, "Mul", "h", "m", "sixth") &&
+            NODE(&f, "Add", "a2", "h", "three") &&
+            NODE(&f, "Clip", "c2", "a2", "zero", "six") &&
+            NODE(&f, "Mul", "m2", "h", "c2") && NODE(&f, "Div", "y", "m2", "six"));
+    REQUIRE_OK(qp_graph_add_output(f.g, "y", &f.err), &f.err);
+    REQUIRE_OK(qp_graph_add_output(f.g, "a2", &f.err), &f.err);
+    REQUIRE_OK(qp_graph_finalize(f.g, &f.err), &f.err);
+    struct qp_tensor *x = TF32("x", 4, SHAPE(1, 3, 5, 37), NULL);
+    REQUIRE(x);
+    fill(x, 11);
+    float *xv = x->data;
+    xv[0] = -4.0f; /* clip(-1) = 0 */
+    xv[1] = 5.0f;  /* clip(8) = 6: h = 5, a2 = 8, y = 5 */
+    struct run_result a, b;
+    REQUIRE(run_both(ctx, f.g, x, 2, &a, &b));
+    const float *y = b.out[0]->data, *a2 = b.out[1]->data;
+    CHECK(y[0] == 0.0f && a2[0] == 3.0f);
+    CHECK(a2[1] == 8.0f && y[1] == 5.0f * 6.0f / 6.0f);
+    for (size_t i = 2; i < qp_tensor_numel(x); i += 61) {
+        float v = xv[i], c = 3.0f + v;
+        c = c < 0 ? 0 : c > 6 ? 6 : c;
+        float h = c * v * (1.0f / 6.0f), c2 = h + 3.0f;
+        CHECK(a2[i] == c2);
+        c2 = c2 < 0 ? 0 : c2 > 6 ? 6 : c2;
+        CHECK(y[i] == h * c2 / 6.0f);
+    }
+    /* one pass for all eight */
+    for (int i = 0; i < f.g->n_nodes; i++)
+        CHECK_INT(b.pass[i], producer(f.g, "a"));
+    release(&a);
+    release(&b);
+    qp_tensor_free(x);
+    qp_graph_free(f.g);
+}
+
+/* Learnable affine blocks (Mul by a single value, then Add of one; the
+ * pass runs each as one loop) in both operand orders, around a Relu, and
+ * one whose Mul is also a graph output (so it must exist):
+ *   m = 0.5 x; a = 0.25 + m; r = relu(a); m2 = r * 3; y = m2 + -1 */
+QP_TEST(fuse_affine_chains_are_bit_identical)
+{
+    struct fg f;
+    REQUIRE_OK(qp_graph_new("affine", &f.g, &f.err), &f.err);
+    REQUIRE_OK(qp_graph_add_input(f.g, "x", QP_DTYPE_F32, 4, SHAPE(1, 2, 3, 41),
+                                  &f.err), &f.err);
+    REQUIRE(fg_const(&f, "half", 1, SHAPE(1), VALS(0.5)) &&
+            fg_const(&f, "q", 0, NULL, VALS(0.25)) &&
+            fg_const(&f, "three", 0, NULL, VALS(3)) &&
+            fg_const(&f, "m1", 1, SHAPE(1), VALS(-1)));
+    REQUIRE(NODE(&f, "Mul", "m", "x", "half") && NODE(&f, "Add", "a", "q", "m") &&
+            NODE(&f, "Relu", "r", "a") && NODE(&f, "Mul", "m2", "r", "three") &&
+            NODE(&f, "Add", "y", "m2", "m1"));
+    REQUIRE_OK(qp_graph_add_output(f.g, "y", &f.err), &f.err);
+    REQUIRE_OK(qp_graph_add_output(f.g, "m2", &f.err), &f.err);
+    REQUIRE_OK(qp_graph_finalize(f.g, &f.err), &f.err);
+    struct qp_tensor *x = TF32("x", 4, SHAPE(1, 2, 3, 41), NULL);
+    REQUIRE(x);
+    fill(x, 5);
+    const float *xv = x->data;
+    struct run_result a, b;
+    REQUIRE(run_both(ctx, f.g, x, 2, &a, &b));
+    const float *y = b.out[0]->data, *m2 = b.out[1]->data;
+    for (size_t i = 0; i < qp_tensor_numel(x); i += 17) {
+        float av = 0.25f + xv[i] * 0.5f, r = av > 0 ? av : 0;
+        CHECK(m2[i] == r * 3.0f);
+        CHECK(y[i] == r * 3.0f + -1.0f);
+    }
+    for (int i = 0; i < f.g->n_nodes; i++)
+        CHECK_INT(b.pass[i], producer(f.g, "m"));
+    release(&a);
+    release(&b);
+    qp_tensor_free(x);
+    qp_graph_free(f.g);
+}
