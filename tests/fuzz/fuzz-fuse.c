@@ -55,7 +55,7 @@ static void add_const(struct gen *q, struct bytes *b, unsigned mask, char *name,
         return;
     }
     float *p = t->data;
-    for (size_t i = 0; i < qp_tensor_numel(t); i++)
+    for (size_t i = 0, n = qp_tensor_numel(t); i < n; i++)
         p[i] = ((float)(int)(next(b) % 33) - 16.0f) / 4.0f;
     q->ok = q->ok && !qp_graph_add_const(q->g, t, &q->err);
 }
@@ -87,7 +87,7 @@ static void add_conv(struct gen *q, struct bytes *b, const char *x)
         q->ok = false;
         return;
     }
-    for (size_t i = 0; i < qp_tensor_numel(w); i++)
+    for (size_t i = 0, n = qp_tensor_numel(w); i < n; i++)
         ((float *)w->data)[i] = ((float)(int)(next(b) % 17) - 8.0f) / 8.0f;
     for (size_t i = 0; i < (size_t)c; i++)
         ((float *)bias->data)[i] = ((float)(int)(next(b) % 9) - 4.0f) / 4.0f;
@@ -162,7 +162,7 @@ static bool same_bits(const struct qp_tensor *a, const struct qp_tensor *b)
     if (!a || !b || a->nbytes != b->nbytes)
         return false;
     const float *x = a->data, *y = b->data;
-    for (size_t i = 0; i < qp_tensor_numel(a); i++)
+    for (size_t i = 0, n = qp_tensor_numel(a); i < n; i++)
         if (memcmp(&x[i], &y[i], 4) && !(isnan(x[i]) && isnan(y[i])))
             return false;
     return true;
@@ -190,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct qp_tensor *x = NULL, *out[2][32] = {{0}};
     if (q.ok && q.g->n_outputs <= 32 && !qp_graph_finalize(q.g, &q.err) &&
         !qp_tensor_new("v0", QP_DTYPE_F32, 4, q.shape, &x, &q.err)) {
-        for (size_t i = 0; i < qp_tensor_numel(x); i++)
+        for (size_t i = 0, n = qp_tensor_numel(x); i < n; i++)
             ((float *)x->data)[i] = ((float)(int)(next(&b) % 65) - 32.0f) / 8.0f;
         const struct qp_tensor *feed[1] = {x};
         struct qp_exec_tune alone = {true, NULL, NULL};
