@@ -1,30 +1,35 @@
 /* tests/fuzz/fuzz-sandbox.h: runs a fuzz target's body in a long-lived
  * worker process, for code that calls a library which itself faults on
  * hostile input (libhdf5 1.10: reads out of bounds, divisions by zero,
- * huge allocations, endless loops), at thousands of inputs a second.
+ * huge allocations, endless loops), at hundreds to thousands of inputs a
+ * second where a fork per input ran tens.
  *
- * The worker is forked at the first input and reads inputs until one
- * kills it; the next input forks a new one. Each input goes through a
- * shared mapping; the worker clears its copy of the coverage counters
- * (clang's inline 8-bit counters, __sancov_cntrs), runs the body and
- * copies the counters back, and they are added to this process's, so
- * libFuzzer is guided by the worker's coverage as if the body had run
- * here. (Comparison traces and leak checks stay in the worker: libFuzzer
- * sees neither.)
+ * A zygote is forked from a constructor of the target, before libFuzzer
+ * starts (small, so cheap to fork, and without libFuzzer's hooks); it
+ * forks a worker, which reads inputs until one kills it, then the next.
+ * Each input goes through a shared mapping; the worker clears its copy of
+ * the coverage counters (clang's inline 8-bit counters, __sancov_cntrs),
+ * runs the body and copies the counters back, and they are added to this
+ * process's, so libFuzzer is guided by the worker's coverage as if the
+ * body had run here (comparison traces stay in the worker).
  *
  * A worker that faults decides whose fault it was from the faulting code
  * address (a signal's, a sanitizer report's, or the first frame of its
  * stack that is neither sanitizer runtime nor libc): code instrumented
  * for coverage (ours) or another library. Another library's fault is the
- * input's: the input is dropped, as a file qprobe's worker refuses. A
- * fault in our code, or a worker that dies without saying, makes the
- * body run here, in this process, where libFuzzer and the sanitizers
- * report it with the input saved; if it does not fault here either, this
- * process aborts. A worker that takes over FUZZ_SANDBOX_MS is killed
- * (an endless loop in the library) and the input dropped.
+ * input's: the input is dropped, as qprobe's own worker refuses such a
+ * file. So is an input that takes over FUZZ_SANDBOX_CPU_MS of CPU with
+ * another library on the stack (an endless loop there). A fault of our
+ * code, an allocation of it above libFuzzer's limit, a leak of a block
+ * it allocated (looked for when our code's allocations outnumber its
+ * frees, as libFuzzer does), a slow input of ours, or a worker that dies
+ * without saying, makes the body run here, in this process, where
+ * libFuzzer and the sanitizers report it with the input saved (if a fault
+ * does not happen here too, this process aborts).
  *
- * Without coverage counters (the standalone driver) the worker still
- * runs and classifies, which is what `make test` checks of it. */
+ * At exit a line says how many inputs were dropped and why. Without
+ * coverage counters (the standalone driver) the worker still runs and
+ * judges, which is what `make test` checks of it. */
 #ifndef QP_TESTS_FUZZ_SANDBOX_H
 #define QP_TESTS_FUZZ_SANDBOX_H
 
@@ -113,7 +118,7 @@ static struct {
     int ctl;      /* the socket to it */
     pid_t pid;    /* the worker */
     int sock;     /* the socket to it */
-    uint8_t *shm; /* the input's size (u64), the input, the counters */
+    uint8_t *shm; /* shared: the input (cap bytes), the worker's counters */
     size_t cap;   /* of the input */
     uintptr_t ours_lo, ours_hi; /* instrumented code */
     uintptr_t exe_lo, exe_hi;   /* the executable's mapping */
@@ -122,12 +127,14 @@ static struct {
     unsigned long runs, faults, slow, reruns, forks, leakchecks;
 } fuzz_sb = {0, -1, 0, -1, NULL, 0, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0, 0, 0};
 
+/* The number of coverage counters (0 without coverage). */
 static size_t fuzz_sandbox_ncounters(void)
 {
     return fuzz_cntrs_start() ? (size_t)(fuzz_cntrs_stop() - fuzz_cntrs_start())
                               : 0;
 }
 
+/* dl_iterate_phdr's callback: the executable's address range. */
 static int fuzz_sandbox_exe_range(struct dl_phdr_info *info, size_t n, void *ctx)
 {
     (void)n;
@@ -184,6 +191,7 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_die(uintptr_t pc)
     _exit(w < 0 ? FUZZ_SANDBOX_FOREIGN : FUZZ_SANDBOX_OURS);
 }
 
+/* The worker's handler of faults and of SIGPROF (out of CPU time). */
 FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_signal(int sig, siginfo_t *si,
                                                         void *uc)
 {
@@ -209,6 +217,7 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_signal(int sig, siginfo_t *si,
     _exit(w < 0 ? FUZZ_SANDBOX_FOREIGN_SLOW : FUZZ_SANDBOX_SLOW);
 }
 
+/* The worker's sanitizer death callback (after an ASan or UBSan report). */
 FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_death(void)
 {
     uintptr_t pc = 0;
@@ -237,11 +246,13 @@ FUZZ_SANDBOX_HANDLER static bool fuzz_sandbox_ours_block(const volatile void *p)
     return false;
 }
 
-/* Blocks allocated by our code in the worker, and those of them freed,
- * counted as libFuzzer counts allocations to know when to look for leaks (libhdf5's own do not
- * balance: its caches grow, and it loses blocks on malformed files). An
- * allocation above libFuzzer's limit: whose it is decides, as for a
- * fault (ours: libFuzzer then reports it when the body runs here). */
+/* Blocks allocated by our code in the worker, and those of them freed:
+ * libFuzzer looks for leaks when allocations outnumber frees, here only
+ * our code's count (libhdf5's do not balance: its caches grow, and it
+ * loses blocks on malformed files). Without a pc table (the standalone
+ * driver) nothing counts. An allocation above libFuzzer's limit: whose it
+ * is decides, as for a fault (ours: libFuzzer then reports it when the
+ * body runs here). */
 static unsigned long fuzz_sandbox_mallocs, fuzz_sandbox_frees;
 
 FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_malloc(const volatile void *p,
@@ -257,6 +268,7 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_free(const volatile void *p)
     fuzz_sandbox_frees += fuzz_sandbox_ours_block(p);
 }
 
+/* The worker: its handlers, then inputs from sock until one ends it. */
 static _Noreturn void fuzz_sandbox_worker(int sock)
 {
     static char altstack[1 << 16];
@@ -289,7 +301,7 @@ static _Noreturn void fuzz_sandbox_worker(int sock)
         memset(&off, 0, sizeof off);
         unsigned long m0 = fuzz_sandbox_mallocs, f0 = fuzz_sandbox_frees;
         setitimer(ITIMER_PROF, &cpu, NULL);
-        fuzz_sb.fn(fuzz_sb.shm + 8, (size_t)n);
+        fuzz_sb.fn(fuzz_sb.shm, (size_t)n);
         setitimer(ITIMER_PROF, &off, NULL);
         /* more allocations than frees: a leak, or a cache growing;
          * LeakSanitizer tells which */
@@ -299,7 +311,7 @@ static _Noreturn void fuzz_sandbox_worker(int sock)
             (ok = 2, __lsan_do_recoverable_leak_check()))
             _exit(FUZZ_SANDBOX_LEAK);
         if (nc)
-            memcpy(fuzz_sb.shm + 8 + fuzz_sb.cap, fuzz_cntrs_start(), nc);
+            memcpy(fuzz_sb.shm + fuzz_sb.cap, fuzz_cntrs_start(), nc);
         if (write(sock, &ok, 1) != 1)
             _exit(0);
     }
@@ -316,16 +328,17 @@ static bool fuzz_sandbox_recv(int s, void *p, size_t n, int *fd)
     return qp_fd_recv(s, p, n, fd) == (ssize_t)n;
 }
 
-/* The zygote: forked from here at the first input, while this process is
- * small, it forks each worker on request, so a new worker costs the
- * fork of a small process (this one grows with the corpus), and reaps
- * it. Requests {'S', 0}: a worker (answer: its pid and, as an fd, the
- * socket to it); {'W', pid}: its wait status, once it has ended. */
+/* The zygote: forked from here before libFuzzer starts (and again only
+ * when an input outgrows the mapping), it forks each worker on request,
+ * so a new worker costs the fork of a small process (this one grows with
+ * the corpus), and reaps it. Requests {'S', 0}: a worker (answer: its pid
+ * and, as an fd, the socket to it); {'W', pid}: its wait status, once it
+ * has ended. */
 static _Noreturn void fuzz_sandbox_zygote(int ctl)
 {
-    /* no sanitizer report, no fuzzer message or crash file of the
-     * workers' own: their verdict is their exit status (libFuzzer's
-     * artifact paths are relative, so from / they fail) */
+    /* no sanitizer report or message of the workers' own: their verdict
+     * is their exit status (and from /, a relative crash file path of a
+     * libFuzzer forked from after it started fails) */
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) {
         dup2(null, 1);
@@ -413,8 +426,8 @@ static bool fuzz_sandbox_zygote_start(size_t size)
         fuzz_sandbox_stop();
         size_t cap = size > ((size_t)1 << 20) ? size : (size_t)1 << 20;
         if (fuzz_sb.shm)
-            munmap(fuzz_sb.shm, 8 + fuzz_sb.cap + fuzz_sandbox_ncounters());
-        fuzz_sb.shm = mmap(NULL, 8 + cap + fuzz_sandbox_ncounters(),
+            munmap(fuzz_sb.shm, fuzz_sb.cap + fuzz_sandbox_ncounters());
+        fuzz_sb.shm = mmap(NULL, cap + fuzz_sandbox_ncounters(),
                            PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                            -1, 0);
         if (fuzz_sb.shm == MAP_FAILED)
@@ -513,7 +526,7 @@ static int fuzz_sandbox_reap(void)
  * over every counter at each input). */
 __attribute__((noinline)) FUZZ_SANDBOX_NOCOV static void fuzz_sandbox_merge(void)
 {
-    const uint8_t *from = fuzz_sb.shm + 8 + fuzz_sb.cap;
+    const uint8_t *from = fuzz_sb.shm + fuzz_sb.cap;
     uint8_t *to = fuzz_cntrs_start();
     size_t n = fuzz_sandbox_ncounters();
     for (size_t i = 0; i < n; i++)
@@ -537,7 +550,7 @@ static enum fuzz_sandbox_result fuzz_sandbox_run(const uint8_t *data, size_t siz
 {
     if ((fuzz_sb.pid <= 0 || size > fuzz_sb.cap) && !fuzz_sandbox_start(size))
         abort(); /* no fork, no mapping: nothing is being tested */
-    memcpy(fuzz_sb.shm + 8, data, size);
+    memcpy(fuzz_sb.shm, data, size);
     fuzz_sb.runs++;
     uint64_t n = size;
     char ok = 0;
