@@ -112,6 +112,11 @@ extern int __sanitizer_install_malloc_and_free_hooks(
     void (*)(const volatile void *, size_t), void (*)(const volatile void *))
     __attribute__((weak));
 extern void *__asan_get_report_pc(void) __attribute__((weak));
+extern void *__asan_get_report_address(void) __attribute__((weak));
+extern const char *__asan_locate_address(void *addr, char *name,
+                                         size_t name_size, void **region,
+                                         size_t *region_size)
+    __attribute__((weak));
 
 static struct {
     pid_t zygote; /* forks the workers (see fuzz_sandbox_zygote) */
@@ -217,18 +222,56 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_signal(int sig, siginfo_t *si,
     _exit(w < 0 ? FUZZ_SANDBOX_FOREIGN_SLOW : FUZZ_SANDBOX_SLOW);
 }
 
-/* The worker's sanitizer death callback (after an ASan or UBSan report). */
+static bool fuzz_sandbox_ours_block(const volatile void *p);
+
+/* The heap block a bad access at a was made to: the one a is in (used
+ * after free), else the nearest that ends before a (written or read past
+ * its end, the usual overflow), else the one after (before its start).
+ * The sanitizer's own lookup of a redzone address may give the block
+ * after even when the access ran past the end of the one before. */
+FUZZ_SANDBOX_HANDLER static void *fuzz_sandbox_bad_block(void *a)
+{
+    void *r = NULL, *first = NULL;
+    size_t n = 0;
+    for (size_t d = 0; d <= 512; d += 8) {
+        uintptr_t at = (uintptr_t)a - d;
+        const char *kind = __asan_locate_address((void *)at, NULL, 0, &r, &n);
+        if (!kind || strcmp(kind, "heap"))
+            break;
+        if (!first)
+            first = r;
+        if ((uintptr_t)r <= (uintptr_t)a) /* holds a, or ends before it */
+            return r;
+    }
+    return first;
+}
+
+/* The worker's sanitizer death callback (after an ASan or UBSan report).
+ * A bad access to memory of ours is our fault whoever made it (another
+ * library writing past a buffer we sized): the stack and globals with
+ * redzones are instrumented code's, a heap block is ours when our code
+ * allocated it. Else the code that made the access decides. */
 FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_death(void)
 {
     uintptr_t pc = 0;
-    if (__asan_report_present && __asan_report_present() && __asan_get_report_pc)
-        pc = (uintptr_t)__asan_get_report_pc();
+    if (__asan_report_present && __asan_report_present()) {
+        void *a = __asan_get_report_address ? __asan_get_report_address() : NULL;
+        const char *kind = a && __asan_locate_address
+                               ? __asan_locate_address(a, NULL, 0, NULL, NULL)
+                               : NULL;
+        if (kind && (!strcmp(kind, "stack") || !strcmp(kind, "global") ||
+                     (!strcmp(kind, "heap") &&
+                      fuzz_sandbox_ours_block(fuzz_sandbox_bad_block(a)))))
+            _exit(FUZZ_SANDBOX_OURS);
+        if (__asan_get_report_pc)
+            pc = (uintptr_t)__asan_get_report_pc();
+    }
     fuzz_sandbox_die(pc);
 }
 
-/* True when block p (allocated, not yet freed) was allocated by our code:
- * the first frame of its allocation stack, as the sanitizer recorded it,
- * that is not the sanitizer runtime's. */
+/* True when the heap block at p (or whose redzone p is in; allocated or
+ * freed) was allocated by our code: the first frame of its allocation
+ * stack, as the sanitizer recorded it, that is not the runtime's. */
 FUZZ_SANDBOX_HANDLER static bool fuzz_sandbox_ours_block(const volatile void *p)
 {
     void *trace[8];
