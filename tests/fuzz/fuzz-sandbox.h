@@ -159,7 +159,8 @@ static int fuzz_sandbox_exe_range(struct dl_phdr_info *info, size_t n, void *ctx
 }
 
 /* 1: pc is in our (instrumented) code, -1: in another library, 0: in
- * neither (sanitizer runtime, libc: look further down the stack). */
+ * neither (the sanitizer runtime, linked in by clang, a library of its
+ * own with gcc; libc: look further down the stack). */
 static int fuzz_sandbox_whose(uintptr_t pc)
 {
     if (!pc)
@@ -173,24 +174,38 @@ static int fuzz_sandbox_whose(uintptr_t pc)
         return 0;
     const char *base = strrchr(di.dli_fname, '/');
     base = base ? base + 1 : di.dli_fname;
-    if (!strncmp(base, "libc.so", 7) || !strncmp(base, "ld-linux", 8) ||
-        !strncmp(base, "libgcc_s", 8) || !strncmp(base, "libstdc++", 9) ||
-        !strncmp(base, "libm.so", 7))
-        return 0;
+    static const char *const neither[] = {"libc.so", "ld-linux", "libgcc_s",
+                                          "libstdc++", "libm.so", "libasan",
+                                          "libubsan", "liblsan"}; /* gcc's */
+    for (size_t i = 0; i < sizeof neither / sizeof neither[0]; i++)
+        if (!strncmp(base, neither[i], strlen(neither[i])))
+            return 0;
     return -1;
 }
 
-/* Dies with the verdict on a fault at pc (0: unknown) and the stack
- * below the handler that called it (frames 0 and 1 are this function and
- * that handler, hence noinline). A fault nobody claims is ours. */
 #define FUZZ_SANDBOX_HANDLER __attribute__((noinline)) FUZZ_SANDBOX_NOCOV
-FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_die(uintptr_t pc)
+
+/* The index of the first frame of frames[0..n) below the handler that
+ * returns to from (its __builtin_return_address(0)): the frames above are
+ * the handler's own and backtrace's (a sanitizer's interceptor, with gcc). */
+FUZZ_SANDBOX_HANDLER static int fuzz_sandbox_below(void *const *frames, int n,
+                                                   void *from)
+{
+    for (int i = 0; i < n; i++)
+        if (frames[i] == from)
+            return i;
+    return n;
+}
+
+/* Dies with the verdict on a fault at pc (0: unknown) and the stack
+ * below the handler that returns to from. A fault nobody claims is ours. */
+FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_die(uintptr_t pc, void *from)
 {
     int w = fuzz_sandbox_whose(pc);
     if (!w) {
         void *frames[64];
         int n = backtrace(frames, 64);
-        for (int i = 2; i < n && !w; i++)
+        for (int i = fuzz_sandbox_below(frames, n, from); i < n && !w; i++)
             w = fuzz_sandbox_whose((uintptr_t)frames[i]);
     }
     _exit(w < 0 ? FUZZ_SANDBOX_FOREIGN : FUZZ_SANDBOX_OURS);
@@ -211,13 +226,14 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_signal(int sig, siginfo_t *si,
     (void)uc;
 #endif
     if (sig != SIGPROF)
-        fuzz_sandbox_die(sig == SIGABRT ? 0 : pc);
+        fuzz_sandbox_die(sig == SIGABRT ? 0 : pc, __builtin_return_address(0));
     /* out of time: another library's when it is anywhere on the stack
      * (looping, or calling us in a loop), else a slow input of ours */
     int w = fuzz_sandbox_whose(pc);
     void *frames[64];
     int n = backtrace(frames, 64);
-    for (int i = 2; i < n && w >= 0; i++)
+    for (int i = fuzz_sandbox_below(frames, n, __builtin_return_address(0));
+         i < n && w >= 0; i++)
         w = fuzz_sandbox_whose((uintptr_t)frames[i]);
     _exit(w < 0 ? FUZZ_SANDBOX_FOREIGN_SLOW : FUZZ_SANDBOX_SLOW);
 }
@@ -266,7 +282,7 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_death(void)
         if (__asan_get_report_pc)
             pc = (uintptr_t)__asan_get_report_pc();
     }
-    fuzz_sandbox_die(pc);
+    fuzz_sandbox_die(pc, __builtin_return_address(0));
 }
 
 /* True when the heap block at p (or whose redzone p is in; allocated or
@@ -302,7 +318,7 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_malloc(const volatile void *p,
                                                         size_t n)
 {
     if (n > FUZZ_SANDBOX_MALLOC_MAX)
-        fuzz_sandbox_die(0);
+        fuzz_sandbox_die(0, __builtin_return_address(0));
     fuzz_sandbox_mallocs += fuzz_sandbox_ours_block(p);
 }
 
@@ -598,7 +614,7 @@ static enum fuzz_sandbox_result fuzz_sandbox_run(const uint8_t *data, size_t siz
     uint64_t n = size;
     char ok = 0;
     struct pollfd p = {fuzz_sb.sock, POLLIN, 0};
-    int k;
+    int k = -1;
     bool sent = write(fuzz_sb.sock, &n, sizeof n) == (ssize_t)sizeof n;
     while (sent && (k = poll(&p, 1, FUZZ_SANDBOX_MS)) < 0 && errno == EINTR)
         ;
