@@ -113,6 +113,7 @@ extern int __sanitizer_install_malloc_and_free_hooks(
     __attribute__((weak));
 extern void *__asan_get_report_pc(void) __attribute__((weak));
 extern void *__asan_get_report_address(void) __attribute__((weak));
+extern const char *__asan_get_report_description(void) __attribute__((weak));
 extern const char *__asan_locate_address(void *addr, char *name,
                                          size_t name_size, void **region,
                                          size_t *region_size)
@@ -240,11 +241,11 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_signal(int sig, siginfo_t *si,
 
 static bool fuzz_sandbox_ours_block(const volatile void *p);
 
-/* The heap block a bad access at a was made to: the one a is in (used
- * after free), else the nearest that ends before a (written or read past
- * its end, the usual overflow), else the one after (before its start).
- * The sanitizer's own lookup of a redzone address may give the block
- * after even when the access ran past the end of the one before. */
+/* The heap block an overflow at a (a redzone address) was of: the nearest
+ * that ends before a (written or read past its end, the usual case), else
+ * the one after (before its start). The sanitizer's own lookup of a
+ * redzone address may give the block after even when the access ran past
+ * the end of the one before. */
 FUZZ_SANDBOX_HANDLER static void *fuzz_sandbox_bad_block(void *a)
 {
     void *r = NULL, *first = NULL;
@@ -263,21 +264,26 @@ FUZZ_SANDBOX_HANDLER static void *fuzz_sandbox_bad_block(void *a)
 }
 
 /* The worker's sanitizer death callback (after an ASan or UBSan report).
- * A bad access to memory of ours is our fault whoever made it (another
- * library writing past a buffer we sized): the stack and globals with
- * redzones are instrumented code's, a heap block is ours when our code
- * allocated it. Else the code that made the access decides. */
+ * An overflow of memory of ours is our fault whoever made it (another
+ * library writing past a buffer we sized): of the stack or a global (only
+ * instrumented code has redzones there), or of a heap block our code
+ * allocated. Not so a use after free (libhdf5 reading through a stale
+ * pointer of its own may land in a block we freed): there, as for other
+ * reports, the code that made the access decides. */
 FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_death(void)
 {
     uintptr_t pc = 0;
     if (__asan_report_present && __asan_report_present()) {
         void *a = __asan_get_report_address ? __asan_get_report_address() : NULL;
-        const char *kind = a && __asan_locate_address
-                               ? __asan_locate_address(a, NULL, 0, NULL, NULL)
+        const char *what = __asan_get_report_description
+                               ? __asan_get_report_description()
                                : NULL;
-        if (kind && (!strcmp(kind, "stack") || !strcmp(kind, "global") ||
-                     (!strcmp(kind, "heap") &&
-                      fuzz_sandbox_ours_block(fuzz_sandbox_bad_block(a)))))
+        if (a && what &&
+            (!strcmp(what, "stack-buffer-overflow") ||
+             !strcmp(what, "stack-buffer-underflow") ||
+             !strcmp(what, "global-buffer-overflow") ||
+             (!strcmp(what, "heap-buffer-overflow") && __asan_locate_address &&
+              fuzz_sandbox_ours_block(fuzz_sandbox_bad_block(a)))))
             _exit(FUZZ_SANDBOX_OURS);
         if (__asan_get_report_pc)
             pc = (uintptr_t)__asan_get_report_pc();
