@@ -12,10 +12,13 @@
  *   requant_float(x, scale, k, per, p)        xnnpack-fp32 / ort
  *   requant_onnx(x, scale_d, k, per, p)       onnx-ref
  *   store(dt, out, i, v)         narrow LANES clamped values to dt
+ *   optionally V_TAIL, with v_load_tail(acc, r) and store_tail(dt, out,
+ *   i, r, v) on the first r < LANES lanes: a plane's tail then runs
+ *   masked instead of through the reference
  *
  * The flavor is a constant inside each case of ROW_FN, so vec()'s switch
  * folds and every loop is one flavor's straight-line arithmetic. Tails
- * (n % LANES) run the reference. */
+ * (n % LANES) run the reference, or masked lanes with V_TAIL. */
 
 static inline __attribute__((always_inline)) VI
 vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per, VI x,
@@ -59,6 +62,13 @@ run_loop(enum qp_rq_flavor f, enum qp_dtype dt, const struct qp_rq *rq,
     size_t i = 0;
     for (; i + LANES <= n; i += LANES)
         store(dt, out, i, vec(f, rq, per ? c + i : kb, per, v_load(acc + i), p));
+#if defined(V_TAIL)
+    /* one channel's tail as masked lanes (no per-element array is read) */
+    if (!per && i < n) {
+        store_tail(dt, out, i, n - i, vec(f, rq, kb, false, v_load_tail(acc + i, n - i), p));
+        i = n;
+    }
+#endif
     return i;
 }
 
