@@ -17,6 +17,8 @@
 #define ALIGN 64
 /* Panels of nr pixels packed per block. */
 #define BLOCK_PANELS 4
+/* Tile rows of a one-pixel output requantized in one call. */
+#define ONE_PIXEL_ROWS 64
 /* Below this many multiply-accumulates one thread is faster. */
 #define MIN_PARALLEL_MACS (1 << 21)
 
@@ -284,6 +286,16 @@ static void add_terms(int32_t *c, size_t n, uint32_t r, uint32_t cf,
         c[j] = (int32_t)((uint32_t)c[j] + r);
 }
 
+/* Outputs [c0, c0 + rows) of a one-pixel image (rows <= ONE_PIXEL_ROWS)
+ * from their accumulators col[rows]: one requantization call across the
+ * channels rather than one per channel (the output is contiguous there). */
+static void requant_column(const struct qp_rq *rq, size_t c0, size_t rows,
+                           const int32_t *col, char *y)
+{
+    struct qp_rq v = qp_rq_slice(rq, c0, rows);
+    qp_rq_apply_i32(&v, col, 1, rows, y);
+}
+
 /* One block: pixels [p0, p0 + n) of image b. */
 static void run_block(const struct qp_conv_s8 *c, const uint8_t *x, char *y,
                       size_t p0, size_t n, char *s, const struct layout *l)
@@ -298,6 +310,7 @@ static void run_block(const struct qp_conv_s8 *c, const uint8_t *x, char *y,
     int32_t *cbuf = (int32_t *)(void *)(s + l->cbuf);
     int32_t *acc = (int32_t *)(void *)(s + l->acc);
     static const int32_t zeros[64];
+    int32_t col[ONE_PIXEL_ROWS];
     pack_block(c, d, x, p0, n, panels, (uint8_t *)s + l->rows);
     /* Sx of every pixel: the panels times a row of ones, less K*beta; with
      * one C for all channels, C*Sx is every tile's initial value */
@@ -314,13 +327,19 @@ static void run_block(const struct qp_conv_s8 *c, const uint8_t *x, char *y,
         for (size_t p = 0; p < np; p++)
             uk->tile(d->kp, a, panels + p * d->kp * nr, acc + p * nr,
                      cbuf + p * nr, w);
-        for (size_t r = 0; r < mr && t * mr + r < oc_n; r++) {
+        size_t rows = oc_n - t * mr < mr ? oc_n - t * mr : mr;
+        for (size_t r = 0; r < rows; r++) {
             size_t oc = t * mr + r;
             int32_t *cr = cbuf + r * w;
             add_terms(cr, n, (uint32_t)d->r[oc],
                       d->cf_same ? 0 : (uint32_t)d->cf[oc], sb);
-            qp_rq_apply_plane(c->p.rq, oc, cr, n, y + (oc * ohw + p0) * es);
+            if (ohw > 1 || rows > ONE_PIXEL_ROWS)
+                qp_rq_apply_plane(c->p.rq, oc, cr, n, y + (oc * ohw + p0) * es);
+            else
+                col[r] = cr[0];
         }
+        if (ohw == 1 && rows <= ONE_PIXEL_ROWS)
+            requant_column(c->p.rq, t * mr, rows, col, y + t * mr * es);
     }
 }
 
