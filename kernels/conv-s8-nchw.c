@@ -106,7 +106,22 @@ static void gather_row(const uint8_t *src, size_t step, uint8_t flip,
             dst[i] = src[i] ^ flip;
         return;
     }
-    for (size_t i = 0; i < n; i++)
+    size_t i = 0;
+#if defined(__SSE2__)
+    if (step == 2) {
+        /* the even bytes of 32: the low byte of each 16-bit lane, packed;
+         * the last vector's odd byte past src[2 (n - 1)] is never read */
+        const __m128i low = _mm_set1_epi16(0xFF), fv = _mm_set1_epi8((char)flip);
+        for (; i + 16 < n; i += 16) {
+            const __m128i *q = (const __m128i *)(const void *)(src + 2 * i);
+            __m128i a = _mm_and_si128(_mm_loadu_si128(q), low);
+            __m128i b = _mm_and_si128(_mm_loadu_si128(q + 1), low);
+            _mm_storeu_si128((__m128i *)(void *)(dst + i),
+                             _mm_xor_si128(_mm_packus_epi16(a, b), fv));
+        }
+    }
+#endif
+    for (; i < n; i++)
         dst[i] = src[i * step] ^ flip;
 }
 
@@ -265,18 +280,41 @@ struct run_ctx {
     size_t batch, per_image; /* blocks */
 };
 
+#if defined(__SSE2__)
+/* a * b per 32-bit lane, modulo 2^32 (SSE2 has no pmulld): the low
+ * halves of the even and the odd lanes' 64-bit products. */
+static inline __m128i mullo32(__m128i a, __m128i b)
+{
+    __m128i even = _mm_mul_epu32(a, b);
+    __m128i odd = _mm_mul_epu32(_mm_srli_epi64(a, 32), _mm_srli_epi64(b, 32));
+    return _mm_unpacklo_epi32(_mm_shuffle_epi32(even, _MM_SHUFFLE(0, 0, 2, 0)),
+                              _mm_shuffle_epi32(odd, _MM_SHUFFLE(0, 0, 2, 0)));
+}
+#endif
+
 /* c[j] += r + cf * sx[j] for j < n, modulo 2^32. */
 static void add_terms(int32_t *c, size_t n, uint32_t r, uint32_t cf,
                       const int32_t *sx)
 {
     size_t j = 0;
+#if defined(__SSE2__)
+    __m128i rv = _mm_set1_epi32((int32_t)r);
+#endif
     if (cf) {
+#if defined(__SSE2__)
+        __m128i cv = _mm_set1_epi32((int32_t)cf);
+        for (; j + 4 <= n; j += 4) {
+            __m128i *p = (__m128i *)(void *)(c + j);
+            __m128i s = _mm_loadu_si128((const __m128i *)(const void *)(sx + j));
+            __m128i t = _mm_add_epi32(_mm_loadu_si128(p), rv);
+            _mm_storeu_si128(p, _mm_add_epi32(t, mullo32(s, cv)));
+        }
+#endif
         for (; j < n; j++)
             c[j] = (int32_t)((uint32_t)c[j] + r + cf * (uint32_t)sx[j]);
         return;
     }
 #if defined(__SSE2__)
-    __m128i rv = _mm_set1_epi32((int32_t)r);
     for (; j + 4 <= n; j += 4) {
         __m128i *p = (__m128i *)(void *)(c + j);
         _mm_storeu_si128(p, _mm_add_epi32(_mm_loadu_si128(p), rv));

@@ -534,6 +534,13 @@ QP_TEST(conv_nchw_direct_matches_reference)
     q.stride = 2;
     q.fdt = QP_DTYPE_U8;
     check_cprob(ctx, &r, &q);             /* stride 2, uint8 weights */
+    struct cprob wide = q;                /* rows of 36 pixels at stride 2: */
+    wide.h = 5;                           /* the vector gather, flipped */
+    wide.w = 71;                          /* (uint8) then not (int8) */
+    check_cprob(ctx, &r, &wide);
+    wide.idt = QP_DTYPE_I8;
+    wide.izp = -3;
+    check_cprob(ctx, &r, &wide);
     q.stride = 1;
     q.dil = 2;
     q.kh = q.kw = 5;
