@@ -559,19 +559,17 @@ QP_TEST(conv_nchw_direct_matches_reference)
     q.ic = 40;
     q.oc = 50;
     check_cprob(ctx, &r, &q);             /* a 1-D row, extreme values */
-    q.w = 1;
-    q.kw = 1;
-    q.dil = 1;
-    q.pl = q.pr = 0;
-    q.ic = 37;
-    q.oc = 70;
-    q.extreme = 0;
-    q.per_channel = 1;
-    q.bias = 1;
-    check_cprob(ctx, &r, &q);             /* one pixel: channels requantized together */
-    q.per_channel = 0;
-    q.oc = 9;
-    check_cprob(ctx, &r, &q);             /* one pixel, per-tensor, one tile */
+    /* one pixel: a tile's channels requantized together; then
+     * per-tensor, one tile */
+    struct cprob px = {.layout = QP_CONV_NCHW, .batch = 2, .h = 1, .w = 1,
+                       .ic = 37, .oc = 70, .groups = 1, .kh = 1, .kw = 1,
+                       .stride = 1, .dil = 1, .idt = QP_DTYPE_I8,
+                       .fdt = QP_DTYPE_I8, .izp = -3, .requant = 1,
+                       .per_channel = 1, .bias = 1, .threads = 2};
+    check_cprob(ctx, &r, &px);
+    px.per_channel = 0;
+    px.oc = 9;
+    check_cprob(ctx, &r, &px);
     /* depthwise planes (kernels/depthwise-s8-nchw.h): depth multiplier 2,
      * padding, both threads; then 5x5 dilated, int8 */
     struct cprob dq = {.layout = QP_CONV_NCHW, .batch = 2, .h = 30, .w = 70,
