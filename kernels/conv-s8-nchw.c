@@ -17,6 +17,8 @@
 #define ALIGN 64
 /* Panels of nr pixels packed per block. */
 #define BLOCK_PANELS 4
+/* Tile rows of a one-pixel output requantized in one call. */
+#define ONE_PIXEL_ROWS 64
 /* Below this many multiply-accumulates one thread is faster. */
 #define MIN_PARALLEL_MACS (1 << 21)
 
@@ -104,7 +106,22 @@ static void gather_row(const uint8_t *src, size_t step, uint8_t flip,
             dst[i] = src[i] ^ flip;
         return;
     }
-    for (size_t i = 0; i < n; i++)
+    size_t i = 0;
+#if defined(__SSE2__)
+    if (step == 2) {
+        /* the even bytes of 32: the low byte of each 16-bit lane, packed;
+         * the last vector's odd byte past src[2 (n - 1)] is never read */
+        const __m128i low = _mm_set1_epi16(0xFF), fv = _mm_set1_epi8((char)flip);
+        for (; i + 16 < n; i += 16) {
+            const __m128i *q = (const __m128i *)(const void *)(src + 2 * i);
+            __m128i a = _mm_and_si128(_mm_loadu_si128(q), low);
+            __m128i b = _mm_and_si128(_mm_loadu_si128(q + 1), low);
+            _mm_storeu_si128((__m128i *)(void *)(dst + i),
+                             _mm_xor_si128(_mm_packus_epi16(a, b), fv));
+        }
+    }
+#endif
+    for (; i < n; i++)
         dst[i] = src[i * step] ^ flip;
 }
 
@@ -263,18 +280,41 @@ struct run_ctx {
     size_t batch, per_image; /* blocks */
 };
 
+#if defined(__SSE2__)
+/* a * b per 32-bit lane, modulo 2^32 (SSE2 has no pmulld): the low
+ * halves of the even and the odd lanes' 64-bit products. */
+static inline __m128i mullo32(__m128i a, __m128i b)
+{
+    __m128i even = _mm_mul_epu32(a, b);
+    __m128i odd = _mm_mul_epu32(_mm_srli_epi64(a, 32), _mm_srli_epi64(b, 32));
+    return _mm_unpacklo_epi32(_mm_shuffle_epi32(even, _MM_SHUFFLE(0, 0, 2, 0)),
+                              _mm_shuffle_epi32(odd, _MM_SHUFFLE(0, 0, 2, 0)));
+}
+#endif
+
 /* c[j] += r + cf * sx[j] for j < n, modulo 2^32. */
 static void add_terms(int32_t *c, size_t n, uint32_t r, uint32_t cf,
                       const int32_t *sx)
 {
     size_t j = 0;
+#if defined(__SSE2__)
+    __m128i rv = _mm_set1_epi32((int32_t)r);
+#endif
     if (cf) {
+#if defined(__SSE2__)
+        __m128i cv = _mm_set1_epi32((int32_t)cf);
+        for (; j + 4 <= n; j += 4) {
+            __m128i *p = (__m128i *)(void *)(c + j);
+            __m128i s = _mm_loadu_si128((const __m128i *)(const void *)(sx + j));
+            __m128i t = _mm_add_epi32(_mm_loadu_si128(p), rv);
+            _mm_storeu_si128(p, _mm_add_epi32(t, mullo32(s, cv)));
+        }
+#endif
         for (; j < n; j++)
             c[j] = (int32_t)((uint32_t)c[j] + r + cf * (uint32_t)sx[j]);
         return;
     }
 #if defined(__SSE2__)
-    __m128i rv = _mm_set1_epi32((int32_t)r);
     for (; j + 4 <= n; j += 4) {
         __m128i *p = (__m128i *)(void *)(c + j);
         _mm_storeu_si128(p, _mm_add_epi32(_mm_loadu_si128(p), rv));
@@ -282,6 +322,16 @@ static void add_terms(int32_t *c, size_t n, uint32_t r, uint32_t cf,
 #endif
     for (; j < n; j++)
         c[j] = (int32_t)((uint32_t)c[j] + r);
+}
+
+/* Outputs [c0, c0 + rows) of a one-pixel image (rows <= ONE_PIXEL_ROWS)
+ * from their accumulators col[rows]: one requantization call across the
+ * channels rather than one per channel (the output is contiguous there). */
+static void requant_column(const struct qp_rq *rq, size_t c0, size_t rows,
+                           const int32_t *col, char *y)
+{
+    struct qp_rq v = qp_rq_slice(rq, c0, rows);
+    qp_rq_apply_i32(&v, col, 1, rows, y);
 }
 
 /* One block: pixels [p0, p0 + n) of image b. */
@@ -298,6 +348,7 @@ static void run_block(const struct qp_conv_s8 *c, const uint8_t *x, char *y,
     int32_t *cbuf = (int32_t *)(void *)(s + l->cbuf);
     int32_t *acc = (int32_t *)(void *)(s + l->acc);
     static const int32_t zeros[64];
+    int32_t col[ONE_PIXEL_ROWS];
     pack_block(c, d, x, p0, n, panels, (uint8_t *)s + l->rows);
     /* Sx of every pixel: the panels times a row of ones, less K*beta; with
      * one C for all channels, C*Sx is every tile's initial value */
@@ -314,13 +365,19 @@ static void run_block(const struct qp_conv_s8 *c, const uint8_t *x, char *y,
         for (size_t p = 0; p < np; p++)
             uk->tile(d->kp, a, panels + p * d->kp * nr, acc + p * nr,
                      cbuf + p * nr, w);
-        for (size_t r = 0; r < mr && t * mr + r < oc_n; r++) {
+        size_t rows = oc_n - t * mr < mr ? oc_n - t * mr : mr;
+        for (size_t r = 0; r < rows; r++) {
             size_t oc = t * mr + r;
             int32_t *cr = cbuf + r * w;
             add_terms(cr, n, (uint32_t)d->r[oc],
                       d->cf_same ? 0 : (uint32_t)d->cf[oc], sb);
-            qp_rq_apply_plane(c->p.rq, oc, cr, n, y + (oc * ohw + p0) * es);
+            if (ohw > 1 || rows > ONE_PIXEL_ROWS)
+                qp_rq_apply_plane(c->p.rq, oc, cr, n, y + (oc * ohw + p0) * es);
+            else
+                col[r] = cr[0];
         }
+        if (ohw == 1 && rows <= ONE_PIXEL_ROWS)
+            requant_column(c->p.rq, t * mr, rows, col, y + t * mr * es);
     }
 }
 

@@ -106,6 +106,38 @@ static bool windows_inside(const struct qp_conv_nd *g)
             }                                                                  \
     } while (0)
 
+/* MAX_WINDOWS for 2x2 windows at stride 2 without dilation (the
+ * PP-OCR models' pooling), the same comparisons in the same order with
+ * the window's offsets constant. */
+#define MAX_WINDOWS_2X2(T)                                                     \
+    do {                                                                       \
+        const T *x_ = x;                                                       \
+        T *y_ = y;                                                             \
+        for (int64_t oh = 0; oh < g->out[0]; oh++) {                           \
+            const T *r0 = x_ + 2 * oh * W, *r1 = r0 + W;                       \
+            T *yr = y_ + oh * g->out[1];                                       \
+            for (int64_t ow = 0; ow < g->out[1]; ow++) {                       \
+                T best = r0[2 * ow];                                           \
+                if (r0[2 * ow + 1] > best)                                     \
+                    best = r0[2 * ow + 1];                                     \
+                if (r1[2 * ow] > best)                                         \
+                    best = r1[2 * ow];                                         \
+                if (r1[2 * ow + 1] > best)                                     \
+                    best = r1[2 * ow + 1];                                     \
+                yr[ow] = best;                                                 \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+
+/* True for 2-D windows of 2x2 at stride 2, dilation 1. */
+static bool windows_2x2(const struct qp_conv_nd *g)
+{
+    for (int d = 0; d < 2; d++)
+        if (g->kernel[d] != 2 || g->stride[d] != 2 || g->dilation[d] != 1)
+            return false;
+    return true;
+}
+
 struct maxpool_job {
     const struct qp_conv_nd *g;
     const char *x;
@@ -119,10 +151,17 @@ static void maxpool_planes(void *ctx, size_t b, size_t e)
     const struct qp_conv_nd *g = j->g;
     size_t es = qp_elem_size(j->dt), W = (size_t)g->in[1];
     size_t in = (size_t)(g->in[0] * g->in[1]), on = (size_t)(g->out[0] * g->out[1]);
+    bool k2 = windows_2x2(g);
     for (size_t p = b; p < e; p++) {
         const void *x = j->x + p * in * es;
         void *y = j->y + p * on * es;
-        if (j->dt == QP_DTYPE_F32)
+        if (k2 && j->dt == QP_DTYPE_F32)
+            MAX_WINDOWS_2X2(float);
+        else if (k2 && j->dt == QP_DTYPE_I8)
+            MAX_WINDOWS_2X2(int8_t);
+        else if (k2)
+            MAX_WINDOWS_2X2(uint8_t);
+        else if (j->dt == QP_DTYPE_F32)
             MAX_WINDOWS(float);
         else if (j->dt == QP_DTYPE_I8)
             MAX_WINDOWS(int8_t);

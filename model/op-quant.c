@@ -367,6 +367,20 @@ void qp_spread8(const struct qp_tensor *t, const struct qp_tdesc *d,
     }
 }
 
+struct qadd_job {
+    const struct qp_add_s8 *add;
+    const uint8_t *a, *b; /* 8-bit codes, one element a byte */
+    uint8_t *y;
+};
+
+/* Elements [b, e) of the add: each is its own, any split gives the same
+ * bytes. */
+static void qadd_range(void *ctx, size_t b, size_t e)
+{
+    const struct qadd_job *j = ctx;
+    qp_add_s8_run(j->add, j->a + b, j->b + b, e - b, e - b, j->y + b);
+}
+
 enum qp_status qp_qadd(const struct qp_op_ctx *c, enum qp_rq_flavor f,
                        const struct qp_tensor *a, struct qp_qside qa,
                        const struct qp_tensor *b, struct qp_qside qb,
@@ -407,7 +421,8 @@ enum qp_status qp_qadd(const struct qp_op_ctx *c, enum qp_rq_flavor f,
     struct qp_add_s8 add;
     if (qp_add_s8_prepare(&add, &p, err))
         return ql_fail_prefix(c, QP_E_INVAL, err);
-    qp_add_s8_run(&add, x[0], x[1], total, total, y->data);
+    struct qadd_job j = {&add, x[0], x[1], y->data};
+    qp_op_parallel_for(c, total, QP_OP_PAR_MIN, qadd_range, &j);
     qp_add_s8_release(&add);
     *done = true;
     return QP_OK;

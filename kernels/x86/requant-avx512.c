@@ -1,7 +1,8 @@
 /* kernels/x86/requant-avx512.c: AVX-512 (F, BW, VL, DQ) requantization, 16
  * accumulators at a time, bit-identical to kernels/ref/requant.c. Same
  * flavors and arithmetic as requant-avx2.c, with native 64-bit arithmetic
- * shifts and mask registers. Tails (n % 16) run the reference. */
+ * shifts and mask registers. Tails (n % 16) run the reference, except a
+ * single channel's (a plane's), which runs masked. */
 #include "kernels/ref/requant-impl.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -174,6 +175,24 @@ INLINE void store(enum qp_dtype dt, void *out, size_t i, __m512i v)
         _mm_storeu_si128((__m128i *)((uint8_t *)out + i), _mm512_cvtusepi32_epi8(v));
 }
 
+/* The first r < 16 lanes (store_tail: of a plane's tail). */
+INLINE __m512i v_load_tail(const int32_t *a, size_t r)
+{
+    return _mm512_maskz_loadu_epi32((__mmask16)((1u << r) - 1), a);
+}
+
+INLINE void store_tail(enum qp_dtype dt, void *out, size_t i, size_t r, __m512i v)
+{
+    __mmask16 m = (__mmask16)((1u << r) - 1);
+    if (dt == QP_DTYPE_I16)
+        _mm512_mask_cvtsepi32_storeu_epi16((int16_t *)out + i, m, v);
+    else if (dt == QP_DTYPE_I8)
+        _mm512_mask_cvtsepi32_storeu_epi8((int8_t *)out + i, m, v);
+    else
+        _mm512_mask_cvtusepi32_storeu_epi8((uint8_t *)out + i, m, v);
+}
+
+#define V_TAIL
 #define VI __m512i
 #define LANES 16
 #define ROW_FN qp_rq_row_avx512

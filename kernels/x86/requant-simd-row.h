@@ -12,10 +12,13 @@
  *   requant_float(x, scale, k, per, p)        xnnpack-fp32 / ort
  *   requant_onnx(x, scale_d, k, per, p)       onnx-ref
  *   store(dt, out, i, v)         narrow LANES clamped values to dt
+ *   optionally V_TAIL, with v_load_tail(acc, r) and store_tail(dt, out,
+ *   i, r, v) on the first r < LANES lanes: a plane's tail then runs
+ *   masked instead of through the reference
  *
  * The flavor is a constant inside each case of ROW_FN, so vec()'s switch
  * folds and every loop is one flavor's straight-line arithmetic. Tails
- * (n % LANES) run the reference. */
+ * (n % LANES) run the reference, or masked lanes with V_TAIL. */
 
 static inline __attribute__((always_inline)) VI
 vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per, VI x,
@@ -50,17 +53,65 @@ vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per, VI x,
     }
 }
 
+/* The vector loop over acc[0, n) with the output dtype a constant dt. */
+static inline __attribute__((always_inline)) size_t
+run_loop(enum qp_rq_flavor f, enum qp_dtype dt, const struct qp_rq *rq,
+         size_t c, size_t kb, bool per, const int32_t *acc, size_t n,
+         void *out, const struct params *p)
+{
+    size_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        store(dt, out, i, vec(f, rq, per ? c + i : kb, per, v_load(acc + i), p));
+#if defined(V_TAIL)
+    /* one channel's tail as masked lanes (no per-element array is read) */
+    if (!per && i < n) {
+        store_tail(dt, out, i, n - i, vec(f, rq, kb, false, v_load_tail(acc + i, n - i), p));
+        i = n;
+    }
+#endif
+    return i;
+}
+
+static inline __attribute__((always_inline)) size_t
+run_dtype(enum qp_rq_flavor f, const struct qp_rq *rq, size_t c, size_t kb,
+          bool per, const int32_t *acc, size_t n, void *out,
+          const struct params *p)
+{
+    switch (rq->out_dtype) {
+    case QP_DTYPE_I8:
+        return run_loop(f, QP_DTYPE_I8, rq, c, kb, per, acc, n, out, p);
+    case QP_DTYPE_I16:
+        return run_loop(f, QP_DTYPE_I16, rq, c, kb, per, acc, n, out, p);
+    default: /* store()'s uint8 */
+        return run_loop(f, QP_DTYPE_U8, rq, c, kb, per, acc, n, out, p);
+    }
+}
+
 static inline __attribute__((always_inline)) void
 run(enum qp_rq_flavor f, const struct qp_rq *rq, size_t c, bool per,
     const int32_t *acc, size_t n, void *out)
 {
     struct params p;
     params_init(&p, rq);
-    size_t kb = rq->channels == 1 ? 0 : c;
-    size_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        store(rq->out_dtype, out, i,
-              vec(f, rq, per ? c + i : kb, per, v_load(acc + i), &p));
+    size_t kb = rq->channels == 1 ? 0 : c, i;
+    if (per) {
+        i = run_dtype(f, rq, c, kb, true, acc, n, out, &p);
+    } else {
+        /* One channel: its constants copied where no store through out
+         * can reach them, so their broadcasts and the arithmetic on the
+         * shift leave the loop. */
+        int32_t m = rq->multiplier ? rq->multiplier[kb] : 0;
+        int32_t sh = rq->shift ? rq->shift[kb] : 0;
+        float sc = rq->scale ? rq->scale[kb] : 0.0f;
+        double sd = rq->scale_d ? rq->scale_d[kb] : 0.0;
+        struct qp_rq one = *rq;
+        one.channels = 1;
+        one.multiplier = &m;
+        one.shift = &sh;
+        one.scale = &sc;
+        one.scale_d = &sd;
+        i = run_dtype(f, &one, 0, 0, false, acc, n, out, &p);
+    }
     if (i < n)
         qp_rq_row_ref(rq, per ? c + i : c, per, acc + i, n - i,
                       (char *)out + i * qp_rq_out_size(rq));

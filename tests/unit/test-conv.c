@@ -534,6 +534,13 @@ QP_TEST(conv_nchw_direct_matches_reference)
     q.stride = 2;
     q.fdt = QP_DTYPE_U8;
     check_cprob(ctx, &r, &q);             /* stride 2, uint8 weights */
+    struct cprob wide = q;                /* rows of 36 pixels at stride 2: */
+    wide.h = 5;                           /* the vector gather, flipped */
+    wide.w = 71;                          /* (uint8) then not (int8) */
+    check_cprob(ctx, &r, &wide);
+    wide.idt = QP_DTYPE_I8;
+    wide.izp = -3;
+    check_cprob(ctx, &r, &wide);
     q.stride = 1;
     q.dil = 2;
     q.kh = q.kw = 5;
@@ -552,6 +559,17 @@ QP_TEST(conv_nchw_direct_matches_reference)
     q.ic = 40;
     q.oc = 50;
     check_cprob(ctx, &r, &q);             /* a 1-D row, extreme values */
+    /* one pixel: a tile's channels requantized together; then
+     * per-tensor, one tile */
+    struct cprob px = {.layout = QP_CONV_NCHW, .batch = 2, .h = 1, .w = 1,
+                       .ic = 37, .oc = 70, .groups = 1, .kh = 1, .kw = 1,
+                       .stride = 1, .dil = 1, .idt = QP_DTYPE_I8,
+                       .fdt = QP_DTYPE_I8, .izp = -3, .requant = 1,
+                       .per_channel = 1, .bias = 1, .threads = 2};
+    check_cprob(ctx, &r, &px);
+    px.per_channel = 0;
+    px.oc = 9;
+    check_cprob(ctx, &r, &px);
     /* depthwise planes (kernels/depthwise-s8-nchw.h): depth multiplier 2,
      * padding, both threads; then 5x5 dilated, int8 */
     struct cprob dq = {.layout = QP_CONV_NCHW, .batch = 2, .h = 30, .w = 70,

@@ -381,25 +381,30 @@ QP_TEST(ops_pooling_hand_computed)
 }
 
 /* MaxPool whose windows all lie inside the input takes a direct path
- * (model/op-pool.c): the same bits as the general one, which a second
- * output (indices) still takes, on floats with NaN, signed zeros and
- * ties, and on int8 and uint8 codes. */
+ * (model/op-pool.c; 2x2 windows at stride 2 one of their own): the same
+ * bits as the general one, which a second output (indices) still takes,
+ * on floats with NaN, signed zeros and ties, and on int8 and uint8
+ * codes. */
 QP_TEST(ops_maxpool_direct_matches_general)
 {
     static const enum qp_dtype dts[] = {QP_DTYPE_F32, QP_DTYPE_I8, QP_DTYPE_U8};
-    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+    /* kernel, strides, dilations (h, w); the output's extents */
+    static const int64_t geo[2][8] = {{3, 2, 2, 3, 1, 2, 4, 3},
+                                      {2, 2, 2, 2, 1, 1, 4, 5}};
+    for (size_t d = 0; d < 2 * sizeof dts / sizeof *dts; d++) {
+        const int64_t *gm = geo[d / (sizeof dts / sizeof *dts)];
         struct qp_tensor *y[2] = {NULL, NULL};
         for (int general = 0; general < 2; general++) {
             struct qp_error err;
             struct one_node o;
             struct qp_tensor *x;
-            REQUIRE_OK(qp_tensor_new("x", dts[d], 4, SHAPE(2, 3, 9, 11), &x, &err),
+            REQUIRE_OK(qp_tensor_new("x", dts[d % 3], 4, SHAPE(2, 3, 9, 11), &x, &err),
                        &err);
             for (size_t i = 0; i < qp_tensor_numel(x); i++) {
                 unsigned h = (unsigned)((i * 2654435761u) >> 7);
                 int v = (int)(h % 7) - 5; /* mostly <= 0: many ties at 0 */
                 bool neg = i / 11 % 3 == 2; /* never a window's first row */
-                if (dts[d] == QP_DTYPE_F32)
+                if (dts[d % 3] == QP_DTYPE_F32)
                     ((float *)x->data)[i] = i % 13 == 0 ? NAN
                                             : v <= 0 ? (neg ? -0.0f : 0.0f)
                                                      : (float)v;
@@ -410,17 +415,17 @@ QP_TEST(ops_maxpool_direct_matches_general)
             struct qp_node *n = one_begin(&o, "MaxPool", 12, 1, in, 1 + general,
                                           &err);
             REQUIRE(n);
-            qp_node_set_ints(n, "kernel_shape", SHAPE(3, 2), 2, &err);
-            qp_node_set_ints(n, "strides", SHAPE(2, 3), 2, &err);
-            qp_node_set_ints(n, "dilations", SHAPE(1, 2), 2, &err);
+            qp_node_set_ints(n, "kernel_shape", SHAPE(gm[0], gm[1]), 2, &err);
+            qp_node_set_ints(n, "strides", SHAPE(gm[2], gm[3]), 2, &err);
+            qp_node_set_ints(n, "dilations", SHAPE(gm[4], gm[5]), 2, &err);
             REQUIRE_OK(one_run(&o, &err), &err);
             REQUIRE_OK(qp_tensor_clone(o.out[0], &y[general], &err), &err);
             one_end(&o);
         }
         CHECK(y[0]->nbytes == y[1]->nbytes &&
               !memcmp(y[0]->data, y[1]->data, y[0]->nbytes));
-        CHECK_INT(y[0]->shape[2], 4);
-        CHECK_INT(y[0]->shape[3], 3);
+        CHECK_INT(y[0]->shape[2], gm[6]);
+        CHECK_INT(y[0]->shape[3], gm[7]);
         qp_tensor_free(y[0]);
         qp_tensor_free(y[1]);
     }
