@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/fdpass.h"
 #include "core/memlimit.h"
 #include "core/size.h"
 #include "formats/hdf5-reader.h"
@@ -254,23 +255,7 @@ static bool reply(int sock, enum qp_status st, const struct qp_error *err,
     const char *msg = st && err ? err->msg : "";
     struct header h = {(uint32_t)st, (uint32_t)strlen(msg),
                        blob ? (uint64_t)blob->n : 0};
-    struct iovec iov = {&h, sizeof h};
-    union {
-        struct cmsghdr c;
-        char space[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
-    if (fd >= 0) {
-        memset(&u, 0, sizeof u);
-        m.msg_control = u.space;
-        m.msg_controllen = sizeof u.space;
-        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(c), &fd, sizeof fd);
-    }
-    return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)sizeof h &&
+    return qp_fd_send(sock, &h, sizeof h, fd) == (ssize_t)sizeof h &&
            write_all(sock, msg, h.msglen) &&
            (!blob || write_all(sock, blob->p, blob->n));
 }
@@ -434,23 +419,10 @@ static enum qp_status receive(struct qp_dump *d, struct h5_dump *h,
     long deadline = now_ms() + timeout_ms;
     *fd = -1;
     struct header hd;
-    struct iovec iov = {&hd, sizeof hd};
-    union {
-        struct cmsghdr c;
-        char space[CMSG_SPACE(sizeof(int))];
-    } u;
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1,
-                       .msg_control = u.space, .msg_controllen = sizeof u.space};
-    ssize_t k = -1;
-    while (wait_readable(h->sock, deadline) &&
-           (k = recvmsg(h->sock, &m, MSG_CMSG_CLOEXEC | MSG_WAITALL)) < 0 &&
-           errno == EINTR)
-        ;
+    ssize_t k = wait_readable(h->sock, deadline)
+                    ? qp_fd_recv(h->sock, &hd, sizeof hd, fd)
+                    : -1;
     bool late = k < 0 && now_ms() >= deadline;
-    for (struct cmsghdr *c = k > 0 ? CMSG_FIRSTHDR(&m) : NULL; c;
-         c = CMSG_NXTHDR(&m, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-            memcpy(fd, CMSG_DATA(c), sizeof *fd);
     char msg[QP_ERROR_MSG_MAX];
     bool ok = k == (ssize_t)sizeof hd && hd.msglen < sizeof msg &&
               hd.status < QP_E_COUNT && hd.bloblen < ((uint64_t)1 << 40) &&
