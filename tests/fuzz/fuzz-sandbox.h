@@ -102,6 +102,7 @@ FUZZ_SANDBOX_BOUND(fuzz_cntrs_stop, __stop___sancov_cntrs)
 FUZZ_SANDBOX_BOUND(fuzz_pcs_start, __start___sancov_pcs)
 FUZZ_SANDBOX_BOUND(fuzz_pcs_stop, __stop___sancov_pcs)
 extern void __sanitizer_set_death_callback(void (*)(void)) __attribute__((weak));
+extern void __sanitizer_set_report_path(const char *path) __attribute__((weak));
 extern void __sanitizer_symbolize_pc(void *pc, const char *fmt, char *out,
                                      size_t size) __attribute__((weak));
 extern int __asan_report_present(void) __attribute__((weak));
@@ -415,6 +416,10 @@ static _Noreturn void fuzz_sandbox_zygote(int ctl)
         dup2(null, 2);
         close(null);
     }
+    /* and none into a log_path's files either (make asan counts those):
+     * the sanitizers write to the stderr just closed */
+    if (__sanitizer_set_report_path)
+        __sanitizer_set_report_path("stderr");
     if (chdir("/") != 0)
         _exit(0);
     if (fuzz_sb.prepare)
