@@ -40,6 +40,41 @@ static double filter_expansion(H5Z_filter_t id)
     }
 }
 
+/* libhdf5 keeps a record of some hundred bytes for every chunk a read
+ * touches, written or not, so a small file declaring millions of tiny
+ * chunks costs gigabytes before a byte is read. A written chunk costs the
+ * file at least an 8-byte address in its chunk index, and unwritten ones
+ * are read as the fill value, of which check_storage allows 1 MiB: more
+ * chunks than the file's size / 8, plus those 1 MiB hold, are refused. */
+static enum qp_status check_chunks(const struct qp_h5_reader *r, hid_t ds,
+                                   int crank, const hsize_t *cdims,
+                                   const char *what, struct qp_error *err)
+{
+    hid_t sp = crank > 0 ? H5Dget_space(ds) : H5I_INVALID_HID;
+    hid_t ft = crank > 0 ? H5Dget_type(ds) : H5I_INVALID_HID;
+    hsize_t dims[H5S_MAX_RANK];
+    int rank = sp < 0 ? -1 : H5Sget_simple_extent_dims(sp, dims, NULL);
+    size_t esize = ft < 0 ? 0 : H5Tget_size(ft);
+    qp_h5_close(2, (hid_t[]){sp, ft});
+    if (crank <= 0)
+        return QP_OK;
+    if (rank != crank || !esize)
+        return qp_h5_fail(err, QP_E_FORMAT, what);
+    double chunks = 1, cbytes = (double)esize;
+    for (int k = 0; k < rank; k++) {
+        if (!cdims[k])
+            return qp_fail(err, QP_E_FORMAT, "%s: a chunk dimension is 0", what);
+        chunks *= (double)(dims[k] / cdims[k] + (dims[k] % cdims[k] != 0));
+        cbytes *= (double)cdims[k];
+    }
+    double most = (double)(r->size / 8) + ceil((double)(1 << 20) / cbytes) + 1;
+    if (chunks <= most)
+        return QP_OK;
+    return qp_fail(err, QP_E_FORMAT, "%s: declares %.0f chunks of %.0f bytes, "
+                   "more than a file of %zu bytes can hold (at most %.0f)",
+                   what, chunks, cbytes, (size_t)r->size, most);
+}
+
 /* Data that may not come from this file is not read: virtual datasets
  * (made of other datasets, in other files) and external raw storage (any
  * file the creator named). Otherwise the bytes the file stores for ds,
@@ -56,6 +91,9 @@ static enum qp_status check_storage(const struct qp_h5_reader *r, hid_t ds,
         return qp_h5_fail(err, QP_E_FORMAT, what);
     H5D_layout_t layout = H5Pget_layout(dcpl);
     int external = H5Pget_external_count(dcpl), nf = H5Pget_nfilters(dcpl);
+    hsize_t cdims[H5S_MAX_RANK];
+    int crank = layout == H5D_CHUNKED ? H5Pget_chunk(dcpl, H5S_MAX_RANK, cdims)
+                                      : 0;
     double ratio = 1;
     for (int k = 0; k < nf; k++) {
         unsigned flags, cd[8], conf;
@@ -65,7 +103,7 @@ static enum qp_status check_storage(const struct qp_h5_reader *r, hid_t ds,
                                                  cd, sizeof fname, fname, &conf));
     }
     H5Pclose(dcpl);
-    if (layout < 0 || external < 0 || nf < 0)
+    if (layout < 0 || external < 0 || nf < 0 || crank < 0)
         return qp_h5_fail(err, QP_E_FORMAT, what);
     if (layout == H5D_VIRTUAL)
         return qp_fail(err, QP_E_UNSUPPORTED, "%s: a virtual dataset (data "
@@ -78,7 +116,7 @@ static enum qp_status check_storage(const struct qp_h5_reader *r, hid_t ds,
         stored = r->size;
     double can = stored ? (double)stored * ratio : 0;
     if ((double)nbytes <= can + (1 << 20))
-        return QP_OK;
+        return check_chunks(r, ds, crank, cdims, what, err);
     char how[64] = "";
     if (nf > 0 && isfinite(ratio))
         snprintf(how, sizeof how, ", which its filters expand %.0f:1 at most",

@@ -370,9 +370,14 @@ static enum qp_status prep_unary(struct qp_tfl_node *s,
             float deq = si * (float)(q - s->qin[0].zp);
             float f = b == QP_TFL_LOGISTIC ? 1.0f / (1.0f + expf(-deq))
                                            : tanhf(deq);
-            float r = roundf(f * (1.0f / so));
-            k->table[v] = clampi((int32_t)(r + (float)s->qout[0].zp),
-                                 (int32_t)tr->min, (int32_t)tr->max);
+            /* clamped as a float: an output scale tiny enough puts the
+             * code beyond int32 (and a NaN goes to the lowest code) */
+            float y = roundf(f * (1.0f / so)) + (float)s->qout[0].zp;
+            if (!(y >= (float)tr->min))
+                y = (float)tr->min;
+            if (y > (float)tr->max)
+                y = (float)tr->max;
+            k->table[v] = (int32_t)y;
         }
         return QP_OK;
     default:

@@ -183,10 +183,12 @@ enum qp_status qp_tfl_node_new(const struct qp_tfl_model *m, size_t op_index,
 int64_t qp_tfl_pad(int padding, int64_t in, int64_t k, int64_t stride,
                    int64_t dilation, int64_t *pad, int64_t *pad_end)
 {
+    *pad = *pad_end = 0;
+    if (stride < 1 || dilation < 1) /* the callers refuse these */
+        return 0;
     int64_t eff = (k - 1) * dilation + 1;
     int64_t out = padding == 0 ? (in + stride - 1) / stride
                                : (in + stride - eff) / stride;
-    *pad = *pad_end = 0;
     if (out <= 0)
         return 0;
     int64_t total = (out - 1) * stride + eff - in;

@@ -117,7 +117,8 @@ enum qp_status qp_tfl_fail(struct qp_error *err, const struct qp_tfl_model *m,
 
 /* TFLite's padding for one spatial axis (ComputePaddingHeightWidth):
  * SAME (0) or VALID (1); returns the output size (0 when the window does
- * not fit) and the leading padding in *pad, the trailing in *pad_end. */
+ * not fit, or the stride or dilation is not positive) and the leading
+ * padding in *pad, the trailing in *pad_end. */
 int64_t qp_tfl_pad(int padding, int64_t in, int64_t k, int64_t stride,
                    int64_t dilation, int64_t *pad, int64_t *pad_end);
 

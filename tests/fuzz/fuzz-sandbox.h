@@ -102,6 +102,7 @@ FUZZ_SANDBOX_BOUND(fuzz_cntrs_stop, __stop___sancov_cntrs)
 FUZZ_SANDBOX_BOUND(fuzz_pcs_start, __start___sancov_pcs)
 FUZZ_SANDBOX_BOUND(fuzz_pcs_stop, __stop___sancov_pcs)
 extern void __sanitizer_set_death_callback(void (*)(void)) __attribute__((weak));
+extern void __sanitizer_set_report_path(const char *path) __attribute__((weak));
 extern void __sanitizer_symbolize_pc(void *pc, const char *fmt, char *out,
                                      size_t size) __attribute__((weak));
 extern int __asan_report_present(void) __attribute__((weak));
@@ -241,35 +242,40 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_signal(int sig, siginfo_t *si,
 
 static bool fuzz_sandbox_ours_block(const volatile void *p);
 
-/* The heap block an overflow at a (a redzone address) was of: the nearest
- * that ends before a (written or read past its end, the usual case), else
- * the one after (before its start). The sanitizer's own lookup of a
- * redzone address may give the block after even when the access ran past
- * the end of the one before. */
-FUZZ_SANDBOX_HANDLER static void *fuzz_sandbox_bad_block(void *a)
+/* The heap block an overflow at redzone address a ran past the end of:
+ * the one the sanitizer places a after, or, when it places a before the
+ * next block, the one that ends less than 64 bytes before a (a copy in
+ * pieces may start its first bad piece past the end). NULL for a wild
+ * address (in no block's redzone) or an underflow. */
+FUZZ_SANDBOX_HANDLER static void *fuzz_sandbox_overflowed(void *a)
 {
-    void *r = NULL, *first = NULL;
+    void *r = NULL;
     size_t n = 0;
-    for (size_t d = 0; d <= 512; d += 8) {
-        uintptr_t at = (uintptr_t)a - d;
-        const char *kind = __asan_locate_address((void *)at, NULL, 0, &r, &n);
-        if (!kind || strcmp(kind, "heap"))
-            break;
-        if (!first)
-            first = r;
-        if ((uintptr_t)r <= (uintptr_t)a) /* holds a, or ends before it */
+    const char *kind = __asan_locate_address(a, NULL, 0, &r, &n);
+    uintptr_t at = (uintptr_t)a;
+    if (!kind || strcmp(kind, "heap") || !r)
+        return NULL;
+    if (at >= (uintptr_t)r + n)
+        return at - ((uintptr_t)r + n) < 64 ? r : NULL;
+    if (at >= (uintptr_t)r)
+        return NULL; /* in the block: not an overflow */
+    for (size_t d = 1; d <= 64; d += 8) {
+        kind = __asan_locate_address((void *)(at - d), NULL, 0, &r, &n);
+        if (kind && !strcmp(kind, "heap") && r && (uintptr_t)r + n <= at &&
+            at - ((uintptr_t)r + n) < 64)
             return r;
     }
-    return first;
+    return NULL;
 }
 
 /* The worker's sanitizer death callback (after an ASan or UBSan report).
  * An overflow of memory of ours is our fault whoever made it (another
  * library writing past a buffer we sized): of the stack or a global (only
  * instrumented code has redzones there), or of a heap block our code
- * allocated. Not so a use after free (libhdf5 reading through a stale
- * pointer of its own may land in a block we freed): there, as for other
- * reports, the code that made the access decides. */
+ * allocated, run past from inside it. Not so a wild address or a use
+ * after free (libhdf5 reading through a stale pointer of its own may land
+ * next to or in a block of ours): there, as for other reports, the code
+ * that made the access decides. */
 FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_death(void)
 {
     uintptr_t pc = 0;
@@ -283,7 +289,7 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_death(void)
              !strcmp(what, "stack-buffer-underflow") ||
              !strcmp(what, "global-buffer-overflow") ||
              (!strcmp(what, "heap-buffer-overflow") && __asan_locate_address &&
-              fuzz_sandbox_ours_block(fuzz_sandbox_bad_block(a)))))
+              fuzz_sandbox_ours_block(fuzz_sandbox_overflowed(a)))))
             _exit(FUZZ_SANDBOX_OURS);
         if (__asan_get_report_pc)
             pc = (uintptr_t)__asan_get_report_pc();
@@ -410,6 +416,10 @@ static _Noreturn void fuzz_sandbox_zygote(int ctl)
         dup2(null, 2);
         close(null);
     }
+    /* and none into a log_path's files either (make asan counts those):
+     * the sanitizers write to the stderr just closed */
+    if (__sanitizer_set_report_path)
+        __sanitizer_set_report_path("stderr");
     if (chdir("/") != 0)
         _exit(0);
     if (fuzz_sb.prepare)

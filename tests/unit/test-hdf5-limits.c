@@ -66,6 +66,72 @@ QP_TEST(hdf5_declared_size_beyond_the_file_is_refused_at_once)
     free(path);
 }
 
+QP_TEST(hdf5_millions_of_tiny_chunks_are_refused_before_reading)
+{
+    /* the fuzzing campaign's OOM: a 12.9 KB file declaring 100 MB of u16 in
+     * chunks of 3 behind the scale-offset filter (whose expansion has no
+     * bound) made libhdf5 allocate 1.37 GB of chunk records. Here 2^20
+     * chunks of one value, one of them written. */
+    struct qp_error err;
+    char *path = qp_test_path(ctx, "tiny.h5");
+    hsize_t dims[1] = {(hsize_t)1 << 20}, chunk[1] = {1};
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), sp = H5Screate_simple(1, dims, NULL);
+    REQUIRE(H5Pset_chunk(dcpl, 1, chunk) >= 0);
+    REQUIRE(H5Pset_scaleoffset(dcpl, H5Z_SO_INT, H5Z_SO_INT_MINBITS_DEFAULT) >= 0);
+    hid_t ds = H5Dcreate2(f, "d", H5T_STD_U16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    hsize_t start[1] = {5}, count[1] = {1};
+    uint16_t v = 7;
+    hid_t ms = H5Screate_simple(1, count, NULL);
+    H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL);
+    CHECK(H5Dwrite(ds, H5T_NATIVE_UINT16, ms, sp, H5P_DEFAULT, &v) >= 0);
+    qp_h5_close(4, (hid_t[]){ms, ds, sp, dcpl});
+    REQUIRE(H5Fclose(f) >= 0);
+    long size = file_size(path);
+    CHECK(size > 0 && size < 16384);
+    struct qp_dump *d;
+    REQUIRE_OK(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), &err);
+    struct qp_tensor *t = NULL;
+    char want[160];
+    snprintf(want, sizeof want, "tiny.h5': dataset 'd': declares 1048576 chunks "
+             "of 2 bytes, more than a file of %ld bytes can hold (at most %ld)",
+             size, size / 8 + 524288 + 1);
+    CHECK_FAILS(qp_dump_load(d, 0, &t, &err), QP_E_FORMAT, &err, want);
+    CHECK(t == NULL);
+    qp_dump_close(d);
+
+    /* the same data in chunks of 2 (2^19 of them, the fill value's 1 MiB
+     * allowance of 4-byte chunks is 262144, plus the file's): still refused;
+     * in chunks of 4096, read */
+    for (hsize_t c = 2; c <= 4096; c *= 2048) {
+        f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+        dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        sp = H5Screate_simple(1, dims, NULL);
+        H5Pset_chunk(dcpl, 1, &c);
+        H5Pset_scaleoffset(dcpl, H5Z_SO_INT, H5Z_SO_INT_MINBITS_DEFAULT);
+        ds = H5Dcreate2(f, "d", H5T_STD_U16LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+        ms = H5Screate_simple(1, count, NULL);
+        H5Sselect_hyperslab(sp, H5S_SELECT_SET, start, NULL, count, NULL);
+        CHECK(H5Dwrite(ds, H5T_NATIVE_UINT16, ms, sp, H5P_DEFAULT, &v) >= 0);
+        qp_h5_close(4, (hid_t[]){ms, ds, sp, dcpl});
+        REQUIRE(H5Fclose(f) >= 0);
+        REQUIRE_OK(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), &err);
+        enum qp_status st = qp_dump_load(d, 0, &t, &err);
+        if (c == 2) {
+            CHECK(st == QP_E_FORMAT && strstr(err.msg, "declares 524288 chunks"));
+        } else {
+            REQUIRE_OK(st, &err);
+            float got[2];
+            qp_tensor_read_f32(t, 5, 1, got);
+            qp_tensor_read_f32(t, 6, 1, got + 1);
+            CHECK(got[0] == 7 && got[1] == 0);
+            qp_tensor_free(t);
+        }
+        qp_dump_close(d);
+    }
+    free(path);
+}
+
 QP_TEST(hdf5_deflated_and_partly_written_datasets_still_read)
 {
     /* 8 MiB of zeros deflate about 1000:1; a dataset with one chunk of
