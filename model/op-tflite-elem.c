@@ -318,10 +318,10 @@ static enum qp_status prep_unary(struct qp_tfl_node *s,
         float hi = b == QP_TFL_RELU6 ? 6.0f : 1.0f;
         quantize_multiplier(si / so, &k->m_id, &k->s_id);
         int32_t zp = s->qout[0].zp;
-        k->lo = clampi(zp + (int32_t)roundf(lo / so), (int32_t)tr->min,
+        k->lo = clampi(qp_tfl_round_code(lo / so, zp), (int32_t)tr->min,
                        (int32_t)tr->max);
         k->hi = b == QP_TFL_RELU ? (int32_t)tr->max
-                                 : clampi(zp + (int32_t)roundf(hi / so),
+                                 : clampi(qp_tfl_round_code(hi / so, zp),
                                           (int32_t)tr->min, (int32_t)tr->max);
         return QP_OK;
     }

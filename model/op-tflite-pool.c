@@ -240,7 +240,7 @@ static enum qp_status run_mean(const struct qp_op_ctx *c,
         float bias = -(float)s->qin[0].zp * scale;
         float mean = (float)sum / (float)k->count;
         qp_tfl_put_clamped(dt, out[0]->data, i,
-                    (int32_t)roundf(mean * scale + bias) + s->qout[0].zp);
+                    qp_tfl_round_code(mean * scale + bias, s->qout[0].zp));
     }
     return QP_OK;
 }
@@ -349,9 +349,11 @@ static void softmax_table(const struct softmax *k, const struct qp_tfl_node *s,
     for (size_t c = 0; c < k->depth; c++) {
         size_t i = r * k->depth + c;
         float p = tab[qp_tfl_get_int(xt, x, i)] * inv;
-        int32_t q = yt == QP_DTYPE_U8 ? (int32_t)(p + 0.5f)
-                                      : (int32_t)roundf(p);
-        qp_tfl_put_clamped(yt, y, i, q + s->qout[0].zp);
+        /* (u8: TFLite adds 0.5 and truncates; p >= 0) */
+        qp_tfl_put_clamped(yt, y, i,
+                           yt == QP_DTYPE_U8
+                               ? qp_tfl_round_code(floorf(p + 0.5f), s->qout[0].zp)
+                               : qp_tfl_round_code(p, s->qout[0].zp));
     }
 }
 

@@ -316,7 +316,7 @@ static enum qp_status run_concat(const struct qp_op_ctx *c,
             float bias = -(float)s->qin[i].zp * k->scale[i];
             for (size_t j = 0; j < k->inner[i]; j++, o++) {
                 float v = (float)qp_tfl_get_int(dt, x, j) * k->scale[i] + bias;
-                qp_tfl_put_clamped(dt, y, o, (int32_t)roundf(v) + s->qout[0].zp);
+                qp_tfl_put_clamped(dt, y, o, qp_tfl_round_code(v, s->qout[0].zp));
             }
         }
     return QP_OK;

@@ -4,6 +4,7 @@
 #include "model/op-tflite.h"
 #include "model/tflite-import.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,6 +269,15 @@ void qp_tfl_put_clamped(enum qp_dtype dt, void *p, size_t i, int32_t v)
     const struct qp_dtype_traits *tr = qp_dtype_traits(dt);
     v = v < tr->min ? (int32_t)tr->min : v > tr->max ? (int32_t)tr->max : v;
     qp_elem_set_i64(dt, p, i, v);
+}
+
+int32_t qp_tfl_round_code(float v, int32_t zp)
+{
+    const float sat = (float)(1 << 20);
+    float r = roundf(v);
+    r = r >= -sat ? r : -sat; /* and a NaN */
+    r = r <= sat ? r : sat;
+    return (int32_t)r + zp;
 }
 
 /* A constant int32/int64 input into vals (at most QP_MAX_DIMS * 2). */

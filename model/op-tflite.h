@@ -154,6 +154,11 @@ void qp_tfl_copy(const struct qp_op_ctx *c, struct qp_tensor *const *out);
 int32_t qp_tfl_get_int(enum qp_dtype dt, const void *p, size_t i);
 void qp_tfl_put_clamped(enum qp_dtype dt, void *p, size_t i, int32_t v);
 
+/* roundf(v) + zp as an int32_t for a later clamp to a quantized type:
+ * v (a real value over a tiny output scale can exceed int32) is saturated
+ * to +-2^20 first, beyond every 8/16-bit code, and a NaN is -2^20. */
+int32_t qp_tfl_round_code(float v, int32_t zp);
+
 /* Constant input k of op (int32 or int64, at most max values) into vals;
  * QP_E_UNSUPPORTED naming the input when it is not such a constant. */
 enum qp_status qp_tfl_const_ints(const struct qp_tfl_model *m,
