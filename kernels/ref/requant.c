@@ -106,7 +106,8 @@ static inline int32_t div_pot(int32_t x, int e, struct qp_rq_trace *t)
 
 /* tflite-double, cmsis-nn-double, gemmlowp: SRDHM(x * 2^left, M) then
  * RoundingDivideByPOT by right. shift in [-31, 30], so left <= 30 and
- * right <= 31. */
+ * right <= 31, in contract; a larger left (the multiplier of scales a
+ * file gave) is defined as below, as the vector variants compute it. */
 static inline int32_t scale_double(int32_t x, int32_t m, int32_t shift,
                                    bool sat_left, bool sat_mul,
                                    struct qp_rq_trace *t)
@@ -118,14 +119,16 @@ static inline int32_t scale_double(int32_t x, int32_t m, int32_t shift,
     if (sat_left) {
         /* gemmlowp ShiftLeft: x * 2^l in int64 (|x| 2^30 < 2^62),
          * saturated to int32. */
-        xs = sat32((int64_t)x * (INT64_C(1) << left));
+        xs = left < 32 ? sat32((int64_t)x * (INT64_C(1) << left))
+                       : x > 0 ? INT32_MAX : x < 0 ? INT32_MIN : 0;
         tr_i(t, "x' = x * 2^l, saturated to int32", xs);
     } else {
         /* TFLite x * (1 << left), CMSIS-NN val * (1 << LEFT_SHIFT(shift)):
          * an int32 multiply whose overflow is undefined in C/C++ and that
          * compilers emit as imul/lsl, wrapping modulo 2^32. We wrap too
-         * (in-contract inputs never overflow here). */
-        xs = (int32_t)((uint32_t)x << left);
+         * (in-contract inputs never overflow here), to 0 from a shift of
+         * 32 on (a file's scales can ask for any; vector shifts give 0). */
+        xs = left < 32 ? (int32_t)((uint32_t)x << left) : 0;
         tr_i(t, "x' = x * 2^l, int32 (wraps on overflow)", xs);
     }
     int32_t h = high_mul(xs, m, sat_mul, t);
