@@ -243,10 +243,13 @@ FUZZ_SANDBOX_HANDLER static void fuzz_sandbox_on_signal(int sig, siginfo_t *si,
 static bool fuzz_sandbox_ours_block(const volatile void *p);
 
 /* The heap block an overflow at redzone address a ran past the end of:
- * the one the sanitizer places a after, or, when it places a before the
- * next block, the one that ends less than 64 bytes before a (a copy in
- * pieces may start its first bad piece past the end). NULL for a wild
- * address (in no block's redzone) or an underflow. */
+ * the one that ends exactly at a (the sanitizer reports a copy's first bad
+ * byte, which is the block's end when the copy started inside it), found
+ * from the block the sanitizer places a after or, when it places a before
+ * the next block, from the blocks ending up to 64 bytes before a. NULL for
+ * a wild address (a read through a garbage pointer of libhdf5's may land
+ * in the redzone past one of our blocks: campaign of 2026-12-02) or an
+ * underflow. */
 FUZZ_SANDBOX_HANDLER static void *fuzz_sandbox_overflowed(void *a)
 {
     void *r = NULL;
@@ -256,13 +259,12 @@ FUZZ_SANDBOX_HANDLER static void *fuzz_sandbox_overflowed(void *a)
     if (!kind || strcmp(kind, "heap") || !r)
         return NULL;
     if (at >= (uintptr_t)r + n)
-        return at - ((uintptr_t)r + n) < 64 ? r : NULL;
+        return at == (uintptr_t)r + n ? r : NULL;
     if (at >= (uintptr_t)r)
         return NULL; /* in the block: not an overflow */
     for (size_t d = 1; d <= 64; d += 8) {
         kind = __asan_locate_address((void *)(at - d), NULL, 0, &r, &n);
-        if (kind && !strcmp(kind, "heap") && r && (uintptr_t)r + n <= at &&
-            at - ((uintptr_t)r + n) < 64)
+        if (kind && !strcmp(kind, "heap") && r && (uintptr_t)r + n == at)
             return r;
     }
     return NULL;
