@@ -183,7 +183,7 @@ static double time_diff(char *paths[2], int nthreads, long *rss_growth_kib)
     }
     struct qp_align al;
     struct qp_diff d;
-    struct qp_diff_opts o = {NULL, 0, NULL, 0, NULL};
+    struct qp_diff_opts o = {0};
     if (qp_align_names(rn, NTENSORS, tn, NTENSORS, NULL, &al, &err) ||
         qp_diff_run(r, t, &al, &o, &d, &err))
         die("diff", &err);
