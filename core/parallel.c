@@ -13,7 +13,13 @@
  * are running. A worker that wakes late (its core busy with another
  * process, as on a shared machine) finds nothing left instead of holding
  * the caller up for a scheduling quantum; each share is still the same
- * fn(ctx, t, nthreads) call whoever runs it. */
+ * fn(ctx, t, nthreads) call whoever runs it. But a share of a static split
+ * that a late worker claims still holds the caller up: work that does
+ * not depend on who does it is better handed out in small blocks
+ * (qp_claim), and a sequence of calls made back to back (a forward pass)
+ * holds the pool (qp_parallel_hold) so that its workers spin between
+ * calls instead of sleeping (the beyond-a-call state is then the hold
+ * count). */
 #include "core/parallel.h"
 
 #include <pthread.h>
