@@ -13,13 +13,22 @@
  * are running. A worker that wakes late (its core busy with another
  * process, as on a shared machine) finds nothing left instead of holding
  * the caller up for a scheduling quantum; each share is still the same
- * fn(ctx, t, nthreads) call whoever runs it. */
+ * fn(ctx, t, nthreads) call whoever runs it. But a share of a static split
+ * that a late worker claims still holds the caller up: work that does
+ * not depend on who does it is better handed out in small blocks
+ * (qp_claim), and a sequence of calls made back to back (a forward pass)
+ * holds the pool (qp_parallel_hold) so that its workers spin between
+ * calls instead of sleeping (the beyond-a-call state is then the hold
+ * count). */
 #include "core/parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_WORKERS (QP_PARALLEL_MAX_THREADS - 1)
@@ -88,6 +97,103 @@ static struct {
           PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, NULL,
           0, 0, 0, {0}};
 
+/* ---- holds (qp_parallel_hold): spinning instead of sleeping ----
+ *
+ * What spinners read without the lock: copies of pool.gen and
+ * pool.running (written under the lock next to them), and the CPU each
+ * thread of the run is on, plus one (0: none). A spinner that shares its
+ * core with a thread of the run that has work to do yields the core to it:
+ * the scheduler may have put both on one core. */
+static _Atomic int holds;
+static _Atomic unsigned long published_gen;
+static _Atomic int published_running;
+static _Atomic int caller_cpu;             /* the current run's caller */
+static _Atomic int share_cpu[MAX_WORKERS]; /* worker w, while in a share */
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int this_cpu(void)
+{
+    int c = sched_getcpu();
+    return c >= 0 ? c + 1 : 0;
+}
+
+/* What a spinner waits for: worker `id` for a run after `seen`, the
+ * caller (id -1) for the workers' shares to finish. */
+struct spin {
+    int id;
+    unsigned long seen;
+};
+
+static bool spin_done(const struct spin *s)
+{
+    if (s->id >= 0)
+        return atomic_load_explicit(&published_gen, memory_order_acquire) !=
+               s->seen;
+    return atomic_load_explicit(&published_running, memory_order_acquire) == 0;
+}
+
+/* True when a thread of the run with work to do is on the spinner's CPU
+ * (workers: how many workers exist). */
+static bool in_the_way(const struct spin *s, int workers)
+{
+    int me = this_cpu();
+    if (!me)
+        return false;
+    if (s->id >= 0)
+        return atomic_load_explicit(&caller_cpu, memory_order_relaxed) == me;
+    for (int w = 0; w < workers; w++)
+        if (atomic_load_explicit(&share_cpu[w], memory_order_relaxed) == me)
+            return true;
+    return false;
+}
+
+/* Spins while a hold is on, for at most QP_PARALLEL_SPIN_US, until
+ * spin_done(s) (called without the lock). */
+static void spin_while_held(const struct spin *s, int workers)
+{
+    uint64_t end = 0;
+    for (unsigned i = 0; atomic_load_explicit(&holds, memory_order_relaxed) > 0;
+         i++) {
+        if (spin_done(s))
+            return;
+        if (i % 64 == 0) {
+            uint64_t t = now_ns();
+            if (!end)
+                end = t + (uint64_t)QP_PARALLEL_SPIN_US * 1000u;
+            else if (t > end)
+                return;
+            if (in_the_way(s, workers))
+                sched_yield();
+        }
+        cpu_relax();
+    }
+}
+
+void qp_parallel_hold(void)
+{
+    atomic_fetch_add_explicit(&holds, 1, memory_order_relaxed);
+}
+
+void qp_parallel_unhold(void)
+{
+    atomic_fetch_sub_explicit(&holds, 1, memory_order_relaxed);
+}
+
 /* Claims the next share of the current run (called with lock held):
  * its index, or -1 when every share is claimed. */
 static int claim(void)
@@ -103,8 +209,20 @@ static void *worker_main(void *arg)
      * if it gets here only after one was published */
     unsigned long seen = pool.born[id];
     for (;;) {
-        while (pool.gen == seen)
+        bool spun = false;
+        while (pool.gen == seen) {
+            if (!spun && atomic_load_explicit(&holds, memory_order_relaxed)) {
+                /* once per wait: a run published meanwhile is seen when
+                 * the loop checks pool.gen again under the lock */
+                spun = true;
+                pthread_mutex_unlock(&pool.lock);
+                struct spin s = {id, seen};
+                spin_while_held(&s, 0);
+                pthread_mutex_lock(&pool.lock);
+                continue;
+            }
             pthread_cond_wait(&pool.start, &pool.lock);
+        }
         seen = pool.gen;
         /* the run cannot end while a share is claimed and running, so fn
          * and ctx stay valid for it */
@@ -113,10 +231,17 @@ static void *worker_main(void *arg)
             void *ctx = pool.ctx;
             int n = pool.nthreads;
             pool.running++;
+            atomic_store_explicit(&published_running, pool.running,
+                                  memory_order_relaxed);
+            atomic_store_explicit(&share_cpu[id], this_cpu(),
+                                  memory_order_relaxed);
             pthread_mutex_unlock(&pool.lock);
             fn(ctx, t, n);
             pthread_mutex_lock(&pool.lock);
-            if (--pool.running == 0)
+            atomic_store_explicit(&share_cpu[id], 0, memory_order_relaxed);
+            atomic_store_explicit(&published_running, --pool.running,
+                                  memory_order_release);
+            if (pool.running == 0)
                 pthread_cond_signal(&pool.done);
         }
     }
@@ -187,6 +312,10 @@ void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
     pool.next = 1; /* share 0 is the caller's */
     pool.running = 0;
     pool.gen++;
+    if (atomic_load_explicit(&holds, memory_order_relaxed))
+        atomic_store_explicit(&caller_cpu, this_cpu(), memory_order_relaxed);
+    atomic_store_explicit(&published_running, 0, memory_order_relaxed);
+    atomic_store_explicit(&published_gen, pool.gen, memory_order_release);
     pthread_cond_broadcast(&pool.start);
     pthread_mutex_unlock(&pool.lock);
     fn(ctx, 0, nthreads);
@@ -197,6 +326,13 @@ void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
             break; /* lock held */
         pthread_mutex_unlock(&pool.lock);
         fn(ctx, t, nthreads);
+    }
+    if (pool.running > 0 && atomic_load_explicit(&holds, memory_order_relaxed)) {
+        struct spin s = {-1, 0};
+        int workers = pool.workers;
+        pthread_mutex_unlock(&pool.lock);
+        spin_while_held(&s, workers);
+        pthread_mutex_lock(&pool.lock);
     }
     while (pool.running > 0)
         pthread_cond_wait(&pool.done, &pool.lock);
@@ -244,4 +380,25 @@ void qp_pool_run(struct qp_pool *p, void (*fn)(void *ctx, int t, int nthreads),
 {
     int cap = qp_pool_threads(p);
     qp_parallel_run(fn, ctx, nthreads <= 0 || nthreads > cap ? cap : nthreads);
+}
+
+/* ---- claimed items -------------------------------------------------------- */
+
+void qp_claim_init(struct qp_claim *c, size_t n, size_t step)
+{
+    atomic_init(&c->next, 0);
+    c->n = n;
+    c->step = step ? step : 1;
+}
+
+bool qp_claim_next(struct qp_claim *c, size_t *begin, size_t *end)
+{
+    if (atomic_load_explicit(&c->next, memory_order_relaxed) >= c->n)
+        return false;
+    size_t b = atomic_fetch_add_explicit(&c->next, c->step, memory_order_relaxed);
+    if (b >= c->n)
+        return false;
+    *begin = b;
+    *end = c->n - b < c->step ? c->n : b + c->step;
+    return true;
 }

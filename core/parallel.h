@@ -11,6 +11,8 @@
 #ifndef QP_CORE_PARALLEL_H
 #define QP_CORE_PARALLEL_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/status.h"
@@ -57,5 +59,37 @@ void qp_pool_run(struct qp_pool *p, void (*fn)(void *ctx, int t, int nthreads),
  * contiguous blocks aligned to `align` items (align >= 1). */
 void qp_parallel_split(size_t n, int t, int nthreads, size_t align,
                        size_t *begin, size_t *end);
+
+/* Items handed out a block at a time to whichever share of a call asks
+ * first, for work whose results do not depend on which share does an item:
+ * a share whose thread woke late or lost its core to another process then
+ * takes fewer items, and the call does not wait for it at the end. Set up
+ * with qp_claim_init before the call; its shares loop on qp_claim_next. */
+struct qp_claim {
+    _Atomic size_t next;
+    size_t n, step;
+};
+
+/* Items [0, n) in blocks of step (step >= 1). */
+void qp_claim_init(struct qp_claim *c, size_t n, size_t step);
+
+/* The next unclaimed block [*begin, *end) (at most step items): true, or
+ * false when every item is claimed. Safe from any thread. */
+bool qp_claim_next(struct qp_claim *c, size_t *begin, size_t *end);
+
+/* Keeps the pool's workers awake from qp_parallel_hold to the matching
+ * qp_parallel_unhold, for a sequence of calls made back to back (a model's
+ * forward pass): between calls the workers spin (a pause loop, no system
+ * call) instead of sleeping, and a caller waiting for the shares workers
+ * run spins too, each for at most QP_PARALLEL_SPIN_US microseconds at a
+ * time before sleeping as without a hold. A sleeping thread woken on a core
+ * that runs another process (even one at nice 19) may wait for that
+ * process's time slice, most of a millisecond: with shares of that size the
+ * second thread was then lost. Holds nest (a count; any thread may hold).
+ * While held, the workers use their cores even when there is nothing to
+ * do. Results never depend on holds. */
+#define QP_PARALLEL_SPIN_US 2000
+void qp_parallel_hold(void);
+void qp_parallel_unhold(void);
 
 #endif

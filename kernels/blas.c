@@ -71,6 +71,10 @@ struct gemm {
     size_t lda, ldb, ldc;
     float *c;
     bool split_n;
+    /* blocks of columns (split_n) or rows, handed to whichever share asks
+     * first: a share that starts late takes fewer */
+    struct qp_claim claim;
+    size_t block;
 };
 
 static void sgemm1(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha,
@@ -109,26 +113,38 @@ static void sgemm1(bool ta, bool tb, size_t m, size_t n, size_t k, float alpha,
                 (blasint)ldc);
 }
 
-static void gemm_part(void *ctx, int t, int nt)
+/* Columns (split_n) or rows [b, e) of C, clipped to its size. */
+static void gemm_block(const struct gemm *g, size_t b, size_t e)
 {
-    const struct gemm *g = ctx;
-    size_t b, e;
     if (g->split_n) {
         /* columns [b, e) of op(B) and C */
-        qp_parallel_split(g->n, t, nt, 16, &b, &e);
+        if (e > g->n)
+            e = g->n;
         if (b < e)
             sgemm1(g->ta, g->tb, g->m, e - b, g->k, g->alpha, g->a, g->lda,
                    g->tb ? g->b + b * g->ldb : g->b + b, g->ldb, g->beta,
                    g->c + b, g->ldc);
     } else {
         /* rows [b, e) of op(A) and C */
-        qp_parallel_split(g->m, t, nt, 4, &b, &e);
+        if (e > g->m)
+            e = g->m;
         if (b < e)
             sgemm1(g->ta, g->tb, e - b, g->n, g->k, g->alpha,
                    g->ta ? g->a + b : g->a + b * g->lda, g->lda, g->b, g->ldb,
                    g->beta, g->c + b * g->ldc, g->ldc);
     }
 }
+
+static void gemm_part(void *ctx, int t, int nt)
+{
+    struct gemm *g = ctx;
+    size_t bb, be;
+    (void)t;
+    (void)nt;
+    while (qp_claim_next(&g->claim, &bb, &be))
+        gemm_block(g, bb * g->block, be * g->block);
+}
+
 
 void qp_blas_sgemm(struct qp_pool *pool, bool trans_a, bool trans_b, size_t m,
                    size_t n, size_t k,
@@ -149,7 +165,12 @@ void qp_blas_sgemm(struct qp_pool *pool, bool trans_a, bool trans_b, size_t m,
         sgemm1(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     } else {
         struct gemm g = {trans_a, trans_b, m, n, k, alpha, beta, a, b,
-                         lda, ldb, ldc, c, n >= 32 * (size_t)nt};
+                         lda, ldb, ldc, c, n >= 32 * (size_t)nt, {0}, 0};
+        /* about three blocks a thread, of 16 columns or 4 rows at least */
+        size_t len = g.split_n ? n : m, align = g.split_n ? 16 : 4;
+        size_t parts = 3 * (size_t)nt;
+        g.block = ((len + parts - 1) / parts + align - 1) / align * align;
+        qp_claim_init(&g.claim, (len + g.block - 1) / g.block, 1);
         qp_pool_run(pool, gemm_part, &g, nt);
     }
     openblas_leave();

@@ -1,8 +1,9 @@
 /* kernels/eltwise-f32-body.h: the loops of kernels/eltwise-f32.h, included
  * once per variant by a file that defines EW_VARIANT (the struct's name)
  * and EW_NAME (its name string) and is compiled with that variant's
- * instruction set (at -O3, where GCC vectorizes these loops). Internal to
- * kernels/. */
+ * instruction set (at -O3, where GCC vectorizes these loops); it may
+ * define EW_EXP_SHIFTED, a function of its own for exp_shifted. Internal
+ * to kernels/. */
 #include <math.h>
 
 #include "kernels/eltwise-f32.h"
@@ -106,5 +107,14 @@ static void ew_affine(const float *x, float a, float b, float *o, size_t n)
         o[i] = x[i] * a + b;
 }
 
+#ifndef EW_EXP_SHIFTED
+static void ew_exp_shifted(const float *x, float m, float *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = expf(x[i] - m);
+}
+#define EW_EXP_SHIFTED ew_exp_shifted
+#endif
+
 const struct qp_ew_f32 EW_VARIANT = {EW_NAME, ew_unary, ew_binary,
-                                     ew_hswish_chain, ew_affine};
+                                     ew_hswish_chain, ew_affine, EW_EXP_SHIFTED};

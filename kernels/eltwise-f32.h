@@ -79,6 +79,12 @@ struct qp_ew_f32 {
     /* o[i] = x[i] * a + b (a rounded product, then a rounded sum: the
      * bits of binary MUL then binary ADD), for i < n; o may equal x. */
     void (*affine)(const float *x, float a, float b, float *o, size_t n);
+    /* y[i] = expf(x[i] - m) (the difference rounded to float, then the C
+     * library's expf: a softmax's numerators), for i < n; y may equal x.
+     * The AVX-512 variant computes glibc's expf (2.28 and later, its FMA
+     * form: a 32-entry table of 2^(i/32) and a cubic in double) 8 lanes at
+     * a time; tests check it against expf bit for bit. */
+    void (*exp_shifted)(const float *x, float m, float *y, size_t n);
 };
 
 extern const struct qp_ew_f32 qp_ew_f32_ref;

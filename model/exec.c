@@ -670,6 +670,11 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
                        g->name, g->n_inputs, n_inputs);
     struct run r = {g, opts, NULL, NULL, NULL, 0, 0, 0, {0}, {{0}, {0}, 0, 0, 0},
                     qp_pool_new(0), tune, 0, 0};
+    /* the workers stay awake between the passes of the run (their wake-up
+     * on a core another process runs costs that process's time slice) */
+    bool hold = qp_pool_threads(r.pool) > 1;
+    if (hold)
+        qp_parallel_hold();
     buffers_take(&r, opts ? opts->buffers : NULL);
     r.scratch.run = &r; /* hooks allocate from the run's buffers too */
     /* the modes' hooks see every node, or fuse through run_span */
@@ -724,6 +729,8 @@ enum qp_status qp_exec_run_tuned(const struct qp_graph *g,
         stats->nodes_skipped = r.ran_skipped;
     }
     buffers_give(&r, opts ? opts->buffers : NULL);
+    if (hold)
+        qp_parallel_unhold();
     qp_pool_free(r.pool);
     free(r.live);
     free(r.owned);

@@ -275,13 +275,24 @@ void qp_fuse_pass_range(const struct qp_fuse_pass *vm, size_t b, size_t e)
     }
 }
 
+/* A pass over the pool: blocks of elements (whole FUSE_BLOCKs) go to
+ * whichever share asks first, so a share that starts late takes fewer. */
+struct vm_share {
+    const struct qp_fuse_pass *vm;
+    struct qp_claim claim;
+    size_t block;
+};
+
 static void vm_job(void *ctx, int t, int nt)
 {
-    const struct qp_fuse_pass *vm = ctx;
+    struct vm_share *s = ctx;
     size_t b, e;
-    qp_parallel_split(vm->total, t, nt, FUSE_BLOCK, &b, &e);
-    if (b < e)
-        qp_fuse_pass_range(vm, b, e);
+    (void)t;
+    (void)nt;
+    while (qp_claim_next(&s->claim, &b, &e))
+        qp_fuse_pass_range(s->vm, b * s->block,
+                           e * s->block < s->vm->total ? e * s->block
+                                                       : s->vm->total);
 }
 
 /* ---- chains (struct qp_fuse_chain) ---------------------------------------- */
@@ -446,6 +457,11 @@ void qp_fuse_run(const struct qp_graph *g, const struct qp_fuse_plan *p, int s,
     qp_fuse_prepare(g, p, s, value, ctx, out, &vm);
     if (vm.total == 0)
         return;
-    int nt = vm.total >= 2 * FUSE_MIN_PER_THREAD ? 0 : 1;
-    qp_pool_run(pool, vm_job, &vm, nt);
+    int nt = vm.total >= 2 * FUSE_MIN_PER_THREAD ? qp_pool_threads(pool) : 1;
+    /* about eight blocks a thread */
+    size_t per = (vm.total + 8 * (size_t)nt - 1) / (8 * (size_t)nt);
+    struct vm_share sh = {&vm, {0},
+                          (per + FUSE_BLOCK - 1) / FUSE_BLOCK * FUSE_BLOCK};
+    qp_claim_init(&sh.claim, (vm.total + sh.block - 1) / sh.block, 1);
+    qp_pool_run(pool, vm_job, &sh, nt);
 }

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "kernels/eltwise-f32.h"
 #include "model/op.h"
 
 static enum qp_status f32_same_infer(const struct qp_op_ctx *c,
@@ -28,9 +29,46 @@ struct smax {
     float *y;
 };
 
+/* Rows of contiguous elements (inner 1), SMAX_ROWS at a time: the same
+ * operations as smax_range's loop in the same order per row, the
+ * exponentials by the dispatch table's exp_shifted and the rows' double
+ * sums interleaved (one sum's additions wait on each other, not on the
+ * other rows'). */
+#define SMAX_ROWS 8
+
+static void smax_rows(const struct smax *s, size_t b, size_t e)
+{
+    const struct qp_ew_f32 *k = qp_ew_f32();
+    size_t len = s->len;
+    for (size_t r0 = b; r0 < e; r0 += SMAX_ROWS) {
+        size_t nr = e - r0 < SMAX_ROWS ? e - r0 : SMAX_ROWS;
+        double sum[SMAX_ROWS] = {0};
+        for (size_t j = 0; j < nr; j++) {
+            const float *x = s->x + (r0 + j) * len;
+            float m = -INFINITY;
+            for (size_t i = 0; i < len; i++)
+                m = x[i] > m ? x[i] : m;
+            k->exp_shifted(x, m, s->y + (r0 + j) * len, len);
+        }
+        const float *y = s->y + r0 * len;
+        for (size_t i = 0; i < len; i++)
+            for (size_t j = 0; j < nr; j++)
+                sum[j] += y[j * len + i];
+        for (size_t j = 0; j < nr; j++) {
+            float inv = (float)(1.0 / sum[j]), *yr = s->y + (r0 + j) * len;
+            for (size_t i = 0; i < len; i++)
+                yr[i] *= inv;
+        }
+    }
+}
+
 static void smax_range(void *ctx, size_t b, size_t e)
 {
     const struct smax *s = ctx;
+    if (s->inner == 1 && !s->log) {
+        smax_rows(s, b, e);
+        return;
+    }
     for (size_t r = b; r < e; r++) {
         size_t o = r / s->inner, i = r % s->inner;
         const float *x = s->x + o * s->len * s->inner + i;

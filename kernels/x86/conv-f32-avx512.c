@@ -290,6 +290,8 @@ struct job {
     size_t per_thread;
     size_t blocks;     /* blocks of MR output channels per group */
     const float *wp;   /* packed weights (pack_weights), or NULL */
+    /* units (planes for depthwise) go to whichever share asks first */
+    struct qp_claim *claim;
 };
 
 static void dw_run(void *ctx, int t, int nt)
@@ -299,21 +301,23 @@ static void dw_run(void *ctx, int t, int nt)
     size_t planes = g->batch * g->out_c, b, e, mult = g->out_c / g->groups;
     size_t sin = (size_t)(j->q.H * j->q.W), sout = (size_t)(j->q.OH * j->q.OW);
     size_t kvol = (size_t)(j->q.KH * j->q.KW);
-    qp_parallel_split(planes, t, nt, 1, &b, &e);
+    (void)t;
+    (void)nt;
     struct colplan plans[DW_PLANS];
     int64_t groups = (j->q.OW + 16 * DW_NV - 1) / (16 * DW_NV);
-    bool shared = groups <= DW_PLANS && e - b > 1;
+    bool shared = groups <= DW_PLANS && planes > 1;
     for (int64_t gi = 0; shared && gi < groups; gi++)
         colplan_init(&plans[gi], &j->q, gi * 16 * DW_NV, DW_NV);
-    for (size_t p = b; p < e; p++) {
-        size_t n = p / g->out_c, oc = p % g->out_c;
-        dw_plane(&j->q, shared ? plans : NULL,
-                 j->x + (n * g->in_c + oc / mult) * sin,
-                 j->w + oc * kvol, j->bias ? j->bias[oc] : 0.0f,
-                 j->y + p * sout);
-        if (j->epi)
-            j->epi->fn(j->epi->ctx, p * sout, (p + 1) * sout);
-    }
+    while (qp_claim_next(j->claim, &b, &e))
+        for (size_t p = b; p < e; p++) {
+            size_t n = p / g->out_c, oc = p % g->out_c;
+            dw_plane(&j->q, shared ? plans : NULL,
+                     j->x + (n * g->in_c + oc / mult) * sin,
+                     j->w + oc * kvol, j->bias ? j->bias[oc] : 0.0f,
+                     j->y + p * sout);
+            if (j->epi)
+                j->epi->fn(j->epi->ctx, p * sout, (p + 1) * sout);
+        }
 }
 
 /* ---- the rest: 8 channels x 3 vectors ------------------------------------ */
@@ -513,10 +517,11 @@ static void direct_unit(const struct job *j, size_t u, float *buf)
 static void direct_run(void *ctx, int t, int nt)
 {
     const struct job *j = ctx;
-    size_t units = j->g->batch * j->g->groups * j->chunks * j->bands, b, e;
-    qp_parallel_split(units, t, nt, 1, &b, &e);
-    for (size_t u = b; u < e; u++)
-        direct_unit(j, u, j->scratch + (size_t)t * j->per_thread);
+    size_t b, e;
+    (void)nt;
+    while (qp_claim_next(j->claim, &b, &e))
+        for (size_t u = b; u < e; u++)
+            direct_unit(j, u, j->scratch + (size_t)t * j->per_thread);
 }
 
 /* Bands of rows (of columns for one-row outputs) whose input fits
@@ -603,6 +608,14 @@ static void pack_weights(const struct qp_conv_nd *g, const struct geo *q,
 
 /* ---- the variant ----------------------------------------------------------- */
 
+/* Items a share claims at a time: about an eighth of a share, so a share
+ * that starts late leaves little for the others to wait on. */
+static size_t claim_step(size_t items, int nthreads)
+{
+    size_t s = items / (8 * (size_t)(nthreads > 0 ? nthreads : 1));
+    return s ? s : 1;
+}
+
 /* Threads the scratch is sized for. */
 static int scratch_threads(void)
 {
@@ -627,13 +640,17 @@ static void run(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x
                 const float *w, const float *bias, float *y, float *scratch,
                 const struct qp_conv_epilogue *epi)
 {
-    struct job j = {g, {0}, x, w, bias, y, epi, 0, 0, 0, 0, scratch, 0, 0, NULL};
+    struct qp_claim claim;
+    struct job j = {g, {0}, x, w, bias, y, epi, 0, 0, 0, 0, scratch, 0, 0, NULL,
+                    &claim};
     to_geo(g, &j.q);
     size_t icg = g->in_c / g->groups;
     size_t work = g->batch * g->out_c * (size_t)(j.q.OH * j.q.OW) * icg *
                   (size_t)(j.q.KH * j.q.KW);
     int nt = work < PAR_MIN_MACS ? 1 : qp_pool_threads(pool);
     if (icg == 1) {
+        size_t planes = g->batch * g->out_c;
+        qp_claim_init(&claim, planes, claim_step(planes, nt));
         qp_pool_run(pool, dw_run, &j, nt);
         return;
     }
@@ -646,6 +663,8 @@ static void run(struct qp_pool *pool, const struct qp_conv_nd *g, const float *x
         pack_weights(g, &j.q, w, wp);
         j.wp = wp;
     }
+    size_t units = g->batch * g->groups * j.chunks * j.bands;
+    qp_claim_init(&claim, units, claim_step(units, nt));
     qp_pool_run(pool, direct_run, &j, nt);
 }
 
