@@ -71,16 +71,15 @@ void qp_qfuse_cache_free(struct qp_qfuse_cache *c)
 
 /* True when node i runs as a lookup table in the int mode (what
  * qp_qplan_run_int does for it): an elementwise node of quantized inputs
- * and scalar constants (lut_ok), not an Add the fixed-point flavors run
- * on the integers. */
+ * and scalar constants (lut_ok), an Add of the fixed-point flavors too
+ * (its table is the integer add's, model/qexec.c). */
 static bool runs_as_table(const struct qp_qplan *p, int i)
 {
     const struct qp_qnode *q = &p->n[i];
     const struct qp_node *n = &p->g->nodes[i];
     if (!q->lut_ok || n->n_out != 1 || n->out[0] < 0)
         return false;
-    return q->kind == QP_QK_FLOAT ||
-           (q->kind == QP_QK_ADD && !qp_rq_flavor_fixed(p->flavor));
+    return q->kind == QP_QK_FLOAT || q->kind == QP_QK_ADD;
 }
 
 /* True when node i may run as per-channel tables (qp_qint_channel_ok

@@ -325,8 +325,7 @@ static bool pair_rows_ok(const struct qp_qplan *p, const struct qp_op_ctx *c,
     const struct qp_qnode *q = &p->n[c->node];
     int nq = 0;
     if (!q->lut_ok || n->n_out != 1 || n->out[0] < 0 ||
-        !(q->kind == QP_QK_FLOAT ||
-          (q->kind == QP_QK_ADD && !qp_rq_flavor_fixed(p->flavor))))
+        !(q->kind == QP_QK_FLOAT || q->kind == QP_QK_ADD))
         return false;
     for (int k = 0; k < n->n_in; k++) {
         if (n->in[k] < 0 || c->g->values[n->in[k]].konst)

@@ -248,12 +248,65 @@ static enum qp_status codes(const struct qp_tensor *t, size_t rep, size_t tile,
     return QP_OK;
 }
 
-/* The table of node c: the float operator on every code (pair of codes),
- * quantized with the output's parameters. */
+/* The pair table of an Add that a fixed-point flavor runs on the
+ * integers: qp_qadd, the integer add itself, on every pair of codes
+ * (index a * 256 + b). Its output element depends on the two input bytes
+ * alone, so the table gives the bytes of the add on any tensors, and it
+ * is built once per plan instead of the add's own tables at every run.
+ * *done false (nothing built) when the node is no such Add or qp_qadd
+ * declines (the float way then builds the table). */
+static enum qp_status int_add_table(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                    bool *done, struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    *done = false;
+    if (p->n[c->node].kind != QP_QK_ADD || !qp_rq_flavor_fixed(p->flavor) ||
+        c->n_in != 2 || !is_quantized(p, n, 0, c->in[0]) ||
+        !is_quantized(p, n, 1, c->in[1]) || qp_elem_size(c->in[0]->dtype) != 1 ||
+        qp_elem_size(c->in[1]->dtype) != 1)
+        return QP_OK;
+    const struct qp_qval *v1 = &p->v[n->in[0]], *v2 = &p->v[n->in[1]];
+    const struct qp_qval *vo = &p->v[n->out[0]];
+    int64_t len = 65536;
+    struct qp_tensor *a = NULL, *b = NULL, *y = NULL;
+    enum qp_status st = qp_tensor_new("a", c->in[0]->dtype, 1, &len, &a, err);
+    if (!st)
+        st = qp_tensor_new("b", c->in[1]->dtype, 1, &len, &b, err);
+    if (!st)
+        st = qp_tensor_new("y", vo->dtype, 1, &len, &y, err);
+    if (!st) {
+        uint8_t *ad = a->data, *bd = b->data;
+        for (size_t i = 0; i < 65536; i++) {
+            ad[i] = (uint8_t)(i >> 8);
+            bd[i] = (uint8_t)i;
+        }
+        struct qp_qside qa = {v1->scale, v1->zp}, qb = {v2->scale, v2->zp};
+        struct qp_qside qy = {vo->scale, vo->zp};
+        st = qp_qadd(c, p->flavor, a, qa, b, qb, qy, y, done, err);
+    }
+    if (!st && *done) {
+        if ((p->n[c->node].lut = malloc(65536)))
+            memcpy(p->n[c->node].lut, y->data, 65536);
+        else
+            st = qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    }
+    qp_tensor_free(a);
+    qp_tensor_free(b);
+    qp_tensor_free(y);
+    return st;
+}
+
+/* The table of node c: an integer Add's (int_add_table), else the float
+ * operator on every code (pair of codes), quantized with the output's
+ * parameters. */
 static enum qp_status lut_build(struct qp_qplan *p, const struct qp_op_ctx *c,
                                 struct qp_error *err)
 {
     const struct qp_node *n = c->n;
+    bool done;
+    enum qp_status ist = int_add_table(p, c, &done, err);
+    if (ist || done)
+        return ist;
     const struct qp_tensor *in[QP_OP_MAX_IO];
     struct qp_tensor *tmp[QP_OP_MAX_IO] = {0}, *out[QP_OP_MAX_IO] = {0};
     int quant[2], nq = 0;
@@ -310,8 +363,8 @@ static void lut_flat(void *ctx, size_t begin, size_t end)
         qp_lut8_apply(j->t, j->x0 + begin, end - begin, j->y + begin);
         return;
     }
-    for (size_t i = begin; i < end; i++)
-        j->y[i] = j->t[(size_t)j->x0[i] << 8 | j->x1[i]];
+    qp_lut16_apply(j->t, j->x0 + begin, j->x1 + begin, end - begin,
+                   j->y + begin);
 }
 
 /* Rows [begin, end) of the broadcast (innermost strides 0 or 1). */
@@ -335,8 +388,7 @@ static void lut_rows(void *ctx, size_t begin, size_t end)
         const uint8_t *c = j->x1 + off[1];
         size_t sc = (size_t)j->b.stride[1][nd - 1];
         if (sa && sc) {
-            for (size_t i = 0; i < inner; i++)
-                o[i] = j->t[(size_t)a[i] << 8 | c[i]];
+            qp_lut16_apply(j->t, a, c, inner, o);
         } else if (sc) { /* a fixed: row a of the pair table */
             qp_lut8_apply(j->t + ((size_t)*a << 8), c, inner, o);
         } else if (sa && inner >= 256) { /* c fixed: column c */
@@ -547,6 +599,10 @@ static enum qp_status run_add(struct qp_qplan *p, const struct qp_op_ctx *c,
                               struct qp_tensor **out, struct qp_error *err)
 {
     const struct qp_node *n = c->n;
+    /* a table of every pair of codes, of the integer add when the flavor
+     * has one (lut_build), else of the float add */
+    if (p->n[c->node].lut_ok)
+        return run_lut(p, c, out, err);
     const struct qp_qval *v1 = &p->v[n->in[0]], *v2 = &p->v[n->in[1]];
     const struct qp_qval *vo = &p->v[n->out[0]];
     struct qp_tdesc od;
@@ -561,8 +617,7 @@ static enum qp_status run_add(struct qp_qplan *p, const struct qp_op_ctx *c,
         return st;
     qp_tensor_free(out[0]); /* a float flavor: the add in float */
     out[0] = NULL;
-    return p->n[c->node].lut_ok ? run_lut(p, c, out, err)
-                                : run_float(p, c, out, err);
+    return run_float(p, c, out, err);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */
