@@ -13,13 +13,24 @@
  * are running. A worker that wakes late (its core busy with another
  * process, as on a shared machine) finds nothing left instead of holding
  * the caller up for a scheduling quantum; each share is still the same
- * fn(ctx, t, nthreads) call whoever runs it. */
+ * fn(ctx, t, nthreads) call whoever runs it.
+ *
+ * Hot runs (qp_parallel_run_hot) keep the workers awake: after one, for
+ * QP_PARALLEL_HOT_US, a worker with nothing to do polls for the next run
+ * instead of sleeping, and the caller polls for the workers' end instead
+ * of sleeping on it. Waking a sleeping thread costs a system call and,
+ * on a virtual machine, an interrupt to the other CPU: tens of
+ * microseconds, often more than a small pass's share, so without this a
+ * worker claims its share only when the caller has nearly finished. */
 #include "core/parallel.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_WORKERS (QP_PARALLEL_MAX_THREADS - 1)
@@ -77,16 +88,72 @@ static struct {
     pthread_mutex_t lock;  /* protects the fields below */
     pthread_cond_t start, done;
     int workers;           /* started so far; worker w runs share w + 1 */
-    unsigned long gen;     /* bumped for every run */
+    _Atomic unsigned long gen; /* bumped for every run (read unlocked
+                                  while polling) */
     void (*fn)(void *, int, int);
     void *ctx;
     int nthreads;
     int next;              /* the next share nobody has claimed */
-    int running;           /* shares workers have claimed and not finished */
+    _Atomic int running;   /* shares workers have claimed and not finished */
     unsigned long born[MAX_WORKERS]; /* gen when worker w was started */
+    _Atomic int64_t hot_until; /* CLOCK_MONOTONIC ns: poll until then */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
           PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, NULL,
-          0, 0, 0, {0}};
+          0, 0, 0, {0}, 0};
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+/* Polls (lock released meanwhile, held again on return) until done(arg)
+ * or the hot window of the last hot run ends; false when it ended first.
+ * After the first POLL_SPINS rounds it yields the CPU at every round: on
+ * a busy machine another thread (the one it waits for, perhaps) may need
+ * this CPU more. */
+#define POLL_SPINS 512
+static bool poll_hot(bool (*done)(unsigned long), unsigned long arg)
+{
+    if (atomic_load_explicit(&pool.hot_until, memory_order_relaxed) <= now_ns())
+        return false;
+    pthread_mutex_unlock(&pool.lock);
+    bool got = false;
+    for (unsigned i = 0; !(got = done(arg)); i++) {
+        if (i < POLL_SPINS) {
+            cpu_relax();
+            if (i % 64 != 63)
+                continue;
+        } else {
+            sched_yield();
+        }
+        if (atomic_load_explicit(&pool.hot_until, memory_order_relaxed) <= now_ns())
+            break;
+    }
+    pthread_mutex_lock(&pool.lock);
+    return got;
+}
+
+static bool new_run(unsigned long seen)
+{
+    return atomic_load_explicit(&pool.gen, memory_order_acquire) != seen;
+}
+
+static bool workers_done(unsigned long unused)
+{
+    (void)unused;
+    return atomic_load_explicit(&pool.running, memory_order_acquire) == 0;
+}
 
 /* Claims the next share of the current run (called with lock held):
  * its index, or -1 when every share is claimed. */
@@ -104,7 +171,8 @@ static void *worker_main(void *arg)
     unsigned long seen = pool.born[id];
     for (;;) {
         while (pool.gen == seen)
-            pthread_cond_wait(&pool.start, &pool.lock);
+            if (!poll_hot(new_run, seen) && pool.gen == seen)
+                pthread_cond_wait(&pool.start, &pool.lock);
         seen = pool.gen;
         /* the run cannot end while a share is claimed and running, so fn
          * and ctx stay valid for it */
@@ -135,6 +203,7 @@ static void reset_in_child(void)
     pool.next = 0;
     pool.nthreads = 0;
     pool.running = 0;
+    pool.hot_until = 0;
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -167,8 +236,10 @@ static int grow(int want)
     return pool.workers;
 }
 
-void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
-                     int nthreads)
+/* qp_parallel_run; hot: the caller polls for the workers' end (the
+ * window set by the caller of a hot run). */
+static void run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                int nthreads, bool hot)
 {
     if (nthreads <= 0)
         nthreads = qp_parallel_threads();
@@ -199,9 +270,26 @@ void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
         fn(ctx, t, nthreads);
     }
     while (pool.running > 0)
-        pthread_cond_wait(&pool.done, &pool.lock);
+        if (!(hot && poll_hot(workers_done, 0)) && pool.running > 0)
+            pthread_cond_wait(&pool.done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.busy);
+}
+
+void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                     int nthreads)
+{
+    run(fn, ctx, nthreads, false);
+}
+
+void qp_parallel_run_hot(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                         int nthreads)
+{
+    if (nthreads != 1)
+        atomic_store_explicit(&pool.hot_until,
+                              now_ns() + (int64_t)QP_PARALLEL_HOT_US * 1000,
+                              memory_order_relaxed);
+    run(fn, ctx, nthreads, true);
 }
 
 void qp_parallel_split(size_t n, int t, int nthreads, size_t align,
@@ -244,4 +332,64 @@ void qp_pool_run(struct qp_pool *p, void (*fn)(void *ctx, int t, int nthreads),
 {
     int cap = qp_pool_threads(p);
     qp_parallel_run(fn, ctx, nthreads <= 0 || nthreads > cap ? cap : nthreads);
+}
+
+void qp_pool_run_hot(struct qp_pool *p,
+                     void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                     int nthreads)
+{
+    int cap = qp_pool_threads(p);
+    qp_parallel_run_hot(fn, ctx,
+                        nthreads <= 0 || nthreads > cap ? cap : nthreads);
+}
+
+int qp_parallel_threads_for(double work, double min_per_thread, int max_threads)
+{
+    int cap = max_threads > 0 ? max_threads : qp_parallel_threads();
+    if (!(min_per_thread > 0) || !(work >= 2 * min_per_thread) || cap <= 1)
+        return 1;
+    double n = work / min_per_thread;
+    return n >= cap ? cap : (int)n;
+}
+
+/* ---- chunks claimed by whoever is free ------------------------------------ */
+
+struct chunk_job {
+    void (*fn)(void *ctx, int t, size_t begin, size_t end);
+    void *ctx;
+    size_t n, chunk;
+    _Atomic size_t next; /* the first item nobody has claimed */
+};
+
+static void chunk_share(void *arg, int t, int nt)
+{
+    struct chunk_job *j = arg;
+    (void)nt;
+    for (;;) {
+        size_t b = atomic_fetch_add_explicit(&j->next, j->chunk,
+                                             memory_order_relaxed);
+        if (b >= j->n)
+            return;
+        j->fn(j->ctx, t, b, j->n - b < j->chunk ? j->n : b + j->chunk);
+    }
+}
+
+void qp_parallel_chunks(void (*fn)(void *ctx, int t, size_t begin, size_t end),
+                        void *ctx, size_t n, size_t chunk, int nthreads)
+{
+    if (!n)
+        return;
+    if (!chunk)
+        chunk = 1;
+    if (nthreads <= 0)
+        nthreads = qp_parallel_threads();
+    size_t chunks = (n + chunk - 1) / chunk;
+    if (nthreads == 1 || chunks == 1) {
+        fn(ctx, 0, 0, n);
+        return;
+    }
+    if ((size_t)nthreads > chunks)
+        nthreads = (int)chunks;
+    struct chunk_job j = {fn, ctx, n, chunk, 0};
+    qp_parallel_run_hot(chunk_share, &j, nthreads);
 }

@@ -19,8 +19,10 @@
 #define BLOCK_PANELS 4
 /* Tile rows of a one-pixel output requantized in one call. */
 #define ONE_PIXEL_ROWS 64
-/* Below this many multiply-accumulates one thread is faster. */
-#define MIN_PARALLEL_MACS (1 << 21)
+/* Multiply-accumulates a thread needs to pay for its start. */
+#define MIN_THREAD_MACS (1 << 20)
+/* Chunks of blocks per thread: threads claim them as they come free. */
+#define CHUNKS_PER_THREAD 4
 
 static size_t round_up(size_t x, size_t a)
 {
@@ -256,14 +258,19 @@ static struct layout thread_layout(const struct qp_conv_s8_nchw *d)
     return l;
 }
 
+/* Blocks of pixels of a run of batch images. */
+static size_t run_blocks(const struct qp_conv_s8 *c, size_t batch)
+{
+    size_t bw = BLOCK_PANELS * c->nchw->uk->nr;
+    return batch * ((c->out_h * c->out_w + bw - 1) / bw);
+}
+
 int qp_conv_s8_nchw_threads(const struct qp_conv_s8 *c, size_t batch)
 {
     double macs = (double)batch * c->out_h * c->out_w * c->p.out_c * c->kg;
-    size_t blocks = batch * ((c->out_h * c->out_w + BLOCK_PANELS * 48 - 1) /
-                             (BLOCK_PANELS * 48));
-    if (c->threads <= 1 || macs < MIN_PARALLEL_MACS || blocks < 2)
-        return 1;
-    return blocks < (size_t)c->threads ? (int)blocks : c->threads;
+    size_t blocks = run_blocks(c, batch);
+    int nt = qp_parallel_threads_for(macs, MIN_THREAD_MACS, c->threads);
+    return blocks < (size_t)nt ? (int)blocks : nt;
 }
 
 size_t qp_conv_s8_nchw_scratch(const struct qp_conv_s8 *c, size_t batch)
@@ -381,7 +388,8 @@ static void run_block(const struct qp_conv_s8 *c, const uint8_t *x, char *y,
     }
 }
 
-static void run_share(void *arg, int t, int nt)
+/* Blocks [b0, b1) on thread t's scratch. */
+static void run_chunk(void *arg, int t, size_t b0, size_t b1)
 {
     const struct run_ctx *x = arg;
     const struct qp_conv_s8 *c = x->c;
@@ -390,8 +398,6 @@ static void run_share(void *arg, int t, int nt)
     size_t bw = BLOCK_PANELS * c->nchw->uk->nr, ohw = c->out_h * c->out_w;
     size_t in_img = c->p.in_c * c->p.geom.in_h * c->p.geom.in_w;
     size_t out_img = c->p.out_c * ohw * qp_kern_out_size(c->p.rq);
-    size_t b0, b1;
-    qp_parallel_split(x->batch * x->per_image, t, nt, 1, &b0, &b1);
     for (size_t bi = b0; bi < b1; bi++) {
         size_t img = bi / x->per_image, p0 = bi % x->per_image * bw;
         size_t n = ohw - p0 < bw ? ohw - p0 : bw;
@@ -406,5 +412,9 @@ void qp_conv_s8_nchw_run(const struct qp_conv_s8 *c, const uint8_t *input,
     struct run_ctx x = {c, input, output, scratch, batch, (ohw + bw - 1) / bw};
     if (ohw == 0)
         return;
-    qp_parallel_run(run_share, &x, qp_conv_s8_nchw_threads(c, batch));
+    int nt = qp_conv_s8_nchw_threads(c, batch);
+    size_t blocks = run_blocks(c, batch);
+    size_t chunk = (blocks + (size_t)nt * CHUNKS_PER_THREAD - 1) /
+                   ((size_t)nt * CHUNKS_PER_THREAD);
+    qp_parallel_chunks(run_chunk, &x, blocks, chunk, nt);
 }
