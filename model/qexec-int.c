@@ -5,9 +5,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parallel.h"
 #include "kernels/lut-s8.h"
 #include "kernels/quantize-act.h"
 #include "model/qexec-fuse.h"
+
+/* ---- threads ----------------------------------------------------------- */
+
+struct pfor_job {
+    void (*fn)(void *ctx, size_t begin, size_t end);
+    void *ctx;
+};
+
+static void pfor_chunk(void *arg, int t, size_t b, size_t e)
+{
+    const struct pfor_job *j = arg;
+    (void)t;
+    j->fn(j->ctx, b, e);
+}
+
+void qp_qint_parallel_for(const struct qp_op_ctx *c, size_t n,
+                          size_t min_per_thread, size_t align,
+                          void (*fn)(void *ctx, size_t begin, size_t end),
+                          void *ctx)
+{
+    int nt = qp_parallel_threads_for((double)n, (double)min_per_thread,
+                                     qp_pool_threads(c->pool));
+    struct pfor_job j = {fn, ctx};
+    size_t per = (n + (size_t)nt * 4 - 1) / ((size_t)nt * 4);
+    qp_parallel_chunks(pfor_chunk, &j, n, (per + align - 1) / align * align, nt);
+}
 
 /* Largest plane whose sum of dequantized codes is exact in double. */
 #define GAP_MAX_AREA ((size_t)1 << 20)
@@ -73,7 +100,7 @@ static void apply_table(const struct qp_op_ctx *c, const uint8_t t[256],
                         const void *x, size_t n, void *y)
 {
     struct table_job j = {t, x, y};
-    qp_op_parallel_for(c, n, 1 << 16, table_range, &j);
+    qp_qint_parallel_for(c, n, 1 << 16, 64, table_range, &j);
 }
 
 /* ---- GlobalAveragePool ---------------------------------------------------- */
@@ -137,7 +164,8 @@ static enum qp_status run_gap(const struct qp_qplan *p,
     if (st)
         return st;
     struct gap_job j = {x->data, qp_tensor_numel(x) / planes, v, y};
-    qp_op_parallel_items(c, planes, qp_op_par_items(j.area), gap_planes, &j);
+    qp_qint_parallel_for(c, planes, qp_op_par_items(j.area), 1, gap_planes,
+                         &j);
     qp_qa_quantize_row(p->qa, y, planes, vo->scale, vo->zp, vo->qmin, vo->qmax,
                        vo->dtype, (*out)->data);
     return attach(vo, *out, err);
@@ -396,7 +424,7 @@ static enum qp_status run_pair_rows(struct qp_qplan *p,
                                      err)))
         return st;
     struct rows_job j = {t, s->data, x->data, (*out)->data, inner};
-    qp_op_parallel_items(c, qp_tensor_numel(s), qp_op_par_items(inner),
+    qp_qint_parallel_for(c, qp_tensor_numel(s), qp_op_par_items(inner), 1,
                          rows_range, &j);
     return attach(&p->v[c->n->out[0]], *out, err);
 }

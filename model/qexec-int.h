@@ -49,6 +49,17 @@ enum qp_status qp_qint_channel_table(struct qp_qplan *p,
                                      const uint8_t **table,
                                      struct qp_error *err);
 
+/* fn(ctx, begin, end) over [0, n) on c's threads when n is large: at
+ * least min_per_thread items a thread (qp_parallel_threads_for), in
+ * chunks (about four a thread, multiples of align items: 64 for bytes,
+ * whole cache lines; 1 for planes or rows) claimed by whichever thread is
+ * free (qp_parallel_chunks, a hot run). fn's result must depend on its
+ * range alone. The int mode's passes over elements, planes and rows. */
+void qp_qint_parallel_for(const struct qp_op_ctx *c, size_t n,
+                          size_t min_per_thread, size_t align,
+                          void (*fn)(void *ctx, size_t begin, size_t end),
+                          void *ctx);
+
 /* True when node i of p has an integer computation above and c's inputs
  * (its node's, as the int mode carries them) suit it. */
 bool qp_qint_ok(const struct qp_qplan *p, const struct qp_op_ctx *c);

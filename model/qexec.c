@@ -10,6 +10,7 @@
 #include "model/op-quant.h"
 #include "model/qexec-da8w4.h"
 #include "model/qexec-fuse.h"
+#include "model/qexec-int.h"
 #include "model/qplan.h"
 #include "quant/qparams.h"
 
@@ -29,7 +30,25 @@ static enum qp_status new_tensor(const struct qp_op_ctx *c, const char *name,
     return qp_op_new_tensor(c, name, &d, out, err);
 }
 
-/* qp_qplan_quantize with the new tensor from c's run (c may be NULL). */
+struct quant_job {
+    const struct qp_qplan *p;
+    const struct qp_qval *v;
+    const float *x;
+    void *y;       /* quantized codes of v->dtype */
+};
+
+/* Elements [b, e) quantized (each element on its own: any split). */
+static void quant_range(void *ctx, size_t b, size_t e)
+{
+    const struct quant_job *j = ctx;
+    const struct qp_qval *v = j->v;
+    qp_qa_quantize_row(j->p->qa, j->x + b, e - b, v->scale, v->zp, v->qmin,
+                       v->qmax, v->dtype,
+                       (char *)j->y + b * qp_elem_size(v->dtype));
+}
+
+/* qp_qplan_quantize with the new tensor from c's run (c may be NULL; else
+ * on its threads). */
 static enum qp_status quantize_in(const struct qp_qplan *p,
                                   const struct qp_op_ctx *c,
                                   const struct qp_qval *v,
@@ -38,9 +57,14 @@ static enum qp_status quantize_in(const struct qp_qplan *p,
 {
     enum qp_status st = new_tensor(c, name, v->dtype, x->ndim, x->shape, out,
                                    err);
-    if (!st)
-        qp_qa_quantize_row(p->qa, x->data, qp_tensor_numel(x), v->scale, v->zp,
-                           v->qmin, v->qmax, v->dtype, (*out)->data);
+    if (!st) {
+        struct quant_job j = {p, v, x->data, (*out)->data};
+        if (c)
+            qp_qint_parallel_for(c, qp_tensor_numel(x), 1 << 16, 64,
+                                 quant_range, &j);
+        else
+            quant_range(&j, 0, qp_tensor_numel(x));
+    }
     if (!st)
         st = qp_tensor_set_qparams(*out, 1, &v->scale, &v->zp, -1, 0, err);
     if (st) {
@@ -102,6 +126,20 @@ static enum qp_status fake_apply(const struct qp_qplan *p, int v,
     return fake_quantize(p, &p->v[v], t->data, qp_tensor_numel(t), err);
 }
 
+struct dequant_job {
+    const uint8_t *q;
+    enum qp_dtype dtype;
+    float scale;
+    int32_t zp;
+    float *y;
+};
+
+static void dequant_range(void *ctx, size_t b, size_t e)
+{
+    const struct dequant_job *j = ctx;
+    qp_qa_dequantize_row(j->q + b, j->dtype, e - b, j->scale, j->zp, j->y + b);
+}
+
 /* A float copy of quantized t (8-bit, per-tensor parameters):
  * ((float)q - (float)z) * s, as kernels/quantize-act.h dequantizes. */
 static enum qp_status dequantize(const struct qp_op_ctx *c,
@@ -119,8 +157,12 @@ static enum qp_status dequantize(const struct qp_op_ctx *c,
         qp_tensor_read_f32(t, 0, n, y);
         return QP_OK;
     }
-    qp_qa_dequantize_row(t->data, t->dtype, n, qp->scale[0],
-                         qp->zero_point ? qp->zero_point[0] : 0, y);
+    struct dequant_job j = {t->data, t->dtype, qp->scale[0],
+                            qp->zero_point ? qp->zero_point[0] : 0, y};
+    if (c)
+        qp_qint_parallel_for(c, n, 1 << 16, 64, dequant_range, &j);
+    else
+        dequant_range(&j, 0, n);
     return QP_OK;
 }
 
@@ -432,10 +474,10 @@ static enum qp_status run_lut(struct qp_qplan *p, const struct qp_op_ctx *c,
     bool flat = qp_tensor_numel(qin[0]) == j.b.total &&
                 (nq == 1 || qp_tensor_numel(qin[1]) == j.b.total);
     if (flat) /* no broadcast: one run of elements, split among threads */
-        qp_op_parallel_for(c, j.b.total, 1 << 16, lut_flat, &j);
+        qp_qint_parallel_for(c, j.b.total, 1 << 16, 64, lut_flat, &j);
     else
-        qp_op_parallel_for(c, rows, rows * j.b.inner < (1 << 17) ? rows : 1,
-                           lut_rows, &j);
+        qp_qint_parallel_for(c, rows, rows * j.b.inner < (1 << 17) ? rows : 1,
+                             1, lut_rows, &j);
     return QP_OK;
 }
 
