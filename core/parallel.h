@@ -36,7 +36,7 @@ void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
 
 /* How long (microseconds) after a hot run the workers poll for the next
  * one instead of sleeping. */
-#define QP_PARALLEL_HOT_US 2000
+#define QP_PARALLEL_HOT_US 200
 
 /* qp_parallel_run for a run of many small ones (the int mode's passes):
  * the same calls and results; the workers then stay awake for
