@@ -8,6 +8,7 @@
 #include "core/parallel.h"
 #include "kernels/lut-s8.h"
 #include "kernels/quantize-act.h"
+#include "model/op-quant.h"
 #include "model/qexec-fuse.h"
 
 /* ---- threads ----------------------------------------------------------- */
@@ -427,6 +428,51 @@ static enum qp_status run_pair_rows(struct qp_qplan *p,
     qp_qint_parallel_for(c, qp_tensor_numel(s), qp_op_par_items(inner), 1,
                          rows_range, &j);
     return attach(&p->v[c->n->out[0]], *out, err);
+}
+
+/* ---- the integer Add's pair table ------------------------------------------ */
+
+enum qp_status qp_qint_add_table(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                 bool *done, struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    *done = false;
+    if (p->n[c->node].kind != QP_QK_ADD || !qp_rq_flavor_fixed(p->flavor) ||
+        c->n_in != 2)
+        return QP_OK;
+    for (int k = 0; k < 2; k++) /* both quantized, as run_lut takes them */
+        if (!c->in[k] || n->in[k] < 0 || !p->v[n->in[k]].quant ||
+            qp_elem_size(c->in[k]->dtype) != 1)
+            return QP_OK;
+    const struct qp_qval *v1 = &p->v[n->in[0]], *v2 = &p->v[n->in[1]];
+    const struct qp_qval *vo = &p->v[n->out[0]];
+    int64_t len = 65536;
+    struct qp_tensor *a = NULL, *b = NULL, *y = NULL;
+    enum qp_status st = qp_tensor_new("a", c->in[0]->dtype, 1, &len, &a, err);
+    if (!st)
+        st = qp_tensor_new("b", c->in[1]->dtype, 1, &len, &b, err);
+    if (!st)
+        st = qp_tensor_new("y", vo->dtype, 1, &len, &y, err);
+    if (!st) {
+        uint8_t *ad = a->data, *bd = b->data;
+        for (size_t i = 0; i < 65536; i++) {
+            ad[i] = (uint8_t)(i >> 8);
+            bd[i] = (uint8_t)i;
+        }
+        struct qp_qside qa = {v1->scale, v1->zp}, qb = {v2->scale, v2->zp};
+        struct qp_qside qy = {vo->scale, vo->zp};
+        st = qp_qadd(c, p->flavor, a, qa, b, qb, qy, y, done, err);
+    }
+    if (!st && *done) {
+        if ((p->n[c->node].lut = malloc(65536)))
+            memcpy(p->n[c->node].lut, y->data, 65536);
+        else
+            st = qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    }
+    qp_tensor_free(a);
+    qp_tensor_free(b);
+    qp_tensor_free(y);
+    return st;
 }
 
 /* ---- dispatch ------------------------------------------------------------- */

@@ -60,6 +60,17 @@ void qp_qint_parallel_for(const struct qp_op_ctx *c, size_t n,
                           void (*fn)(void *ctx, size_t begin, size_t end),
                           void *ctx);
 
+/* The pair table of an Add that a fixed-point flavor runs on the
+ * integers: qp_qadd, the integer add itself, on every pair of codes
+ * (index a * 256 + b), kept in the plan's node as its lookup table. Its
+ * output element depends on the two input bytes alone, so the table
+ * gives the add's bytes on any tensors, built once per plan instead of
+ * the add's own tables at every run. *done false (nothing built) when c's
+ * node is no such Add (both inputs quantized, 8-bit) or qp_qadd declines:
+ * the float operator's table is then the node's (model/qexec.c). */
+enum qp_status qp_qint_add_table(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                 bool *done, struct qp_error *err);
+
 /* True when node i of p has an integer computation above and c's inputs
  * (its node's, as the int mode carries them) suit it. */
 bool qp_qint_ok(const struct qp_qplan *p, const struct qp_op_ctx *c);

@@ -290,55 +290,7 @@ static enum qp_status codes(const struct qp_tensor *t, size_t rep, size_t tile,
     return QP_OK;
 }
 
-/* The pair table of an Add that a fixed-point flavor runs on the
- * integers: qp_qadd, the integer add itself, on every pair of codes
- * (index a * 256 + b). Its output element depends on the two input bytes
- * alone, so the table gives the bytes of the add on any tensors, and it
- * is built once per plan instead of the add's own tables at every run.
- * *done false (nothing built) when the node is no such Add or qp_qadd
- * declines (the float way then builds the table). */
-static enum qp_status int_add_table(struct qp_qplan *p, const struct qp_op_ctx *c,
-                                    bool *done, struct qp_error *err)
-{
-    const struct qp_node *n = c->n;
-    *done = false;
-    if (p->n[c->node].kind != QP_QK_ADD || !qp_rq_flavor_fixed(p->flavor) ||
-        c->n_in != 2 || !is_quantized(p, n, 0, c->in[0]) ||
-        !is_quantized(p, n, 1, c->in[1]) || qp_elem_size(c->in[0]->dtype) != 1 ||
-        qp_elem_size(c->in[1]->dtype) != 1)
-        return QP_OK;
-    const struct qp_qval *v1 = &p->v[n->in[0]], *v2 = &p->v[n->in[1]];
-    const struct qp_qval *vo = &p->v[n->out[0]];
-    int64_t len = 65536;
-    struct qp_tensor *a = NULL, *b = NULL, *y = NULL;
-    enum qp_status st = qp_tensor_new("a", c->in[0]->dtype, 1, &len, &a, err);
-    if (!st)
-        st = qp_tensor_new("b", c->in[1]->dtype, 1, &len, &b, err);
-    if (!st)
-        st = qp_tensor_new("y", vo->dtype, 1, &len, &y, err);
-    if (!st) {
-        uint8_t *ad = a->data, *bd = b->data;
-        for (size_t i = 0; i < 65536; i++) {
-            ad[i] = (uint8_t)(i >> 8);
-            bd[i] = (uint8_t)i;
-        }
-        struct qp_qside qa = {v1->scale, v1->zp}, qb = {v2->scale, v2->zp};
-        struct qp_qside qy = {vo->scale, vo->zp};
-        st = qp_qadd(c, p->flavor, a, qa, b, qb, qy, y, done, err);
-    }
-    if (!st && *done) {
-        if ((p->n[c->node].lut = malloc(65536)))
-            memcpy(p->n[c->node].lut, y->data, 65536);
-        else
-            st = qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
-    }
-    qp_tensor_free(a);
-    qp_tensor_free(b);
-    qp_tensor_free(y);
-    return st;
-}
-
-/* The table of node c: an integer Add's (int_add_table), else the float
+/* The table of node c: an integer Add's (qp_qint_add_table), else the float
  * operator on every code (pair of codes), quantized with the output's
  * parameters. */
 static enum qp_status lut_build(struct qp_qplan *p, const struct qp_op_ctx *c,
@@ -346,7 +298,7 @@ static enum qp_status lut_build(struct qp_qplan *p, const struct qp_op_ctx *c,
 {
     const struct qp_node *n = c->n;
     bool done;
-    enum qp_status ist = int_add_table(p, c, &done, err);
+    enum qp_status ist = qp_qint_add_table(p, c, &done, err);
     if (ist || done)
         return ist;
     const struct qp_tensor *in[QP_OP_MAX_IO];
