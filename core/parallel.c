@@ -16,10 +16,16 @@
  * fn(ctx, t, nthreads) call whoever runs it. But a share of a static split
  * that a late worker claims still holds the caller up: work that does
  * not depend on who does it is better handed out in small blocks
- * (qp_claim), and a sequence of calls made back to back (a forward pass)
- * holds the pool (qp_parallel_hold) so that its workers spin between
- * calls instead of sleeping (the beyond-a-call state is then the hold
- * count). */
+ * (qp_claim, qp_parallel_chunks).
+ *
+ * Waking a sleeping thread costs a system call and, on a virtual machine,
+ * an interrupt to the other CPU: tens of microseconds, often more than a
+ * small pass's share. Two ways keep the workers awake instead: a sequence
+ * of calls made back to back (a forward pass) holds the pool
+ * (qp_parallel_hold), so its workers spin between calls (the beyond-a-call
+ * state is then the hold count); and after a hot run
+ * (qp_parallel_run_hot), for QP_PARALLEL_HOT_US, a worker with nothing to
+ * do polls for the next run and the caller for the workers' end. */
 #include "core/parallel.h"
 
 #include <pthread.h>
@@ -86,16 +92,72 @@ static struct {
     pthread_mutex_t lock;  /* protects the fields below */
     pthread_cond_t start, done;
     int workers;           /* started so far; worker w runs share w + 1 */
-    unsigned long gen;     /* bumped for every run */
+    _Atomic unsigned long gen; /* bumped for every run (read unlocked
+                                  while polling) */
     void (*fn)(void *, int, int);
     void *ctx;
     int nthreads;
     int next;              /* the next share nobody has claimed */
-    int running;           /* shares workers have claimed and not finished */
+    _Atomic int running;   /* shares workers have claimed and not finished */
     unsigned long born[MAX_WORKERS]; /* gen when worker w was started */
+    _Atomic int64_t hot_until; /* CLOCK_MONOTONIC ns: poll until then */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
           PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, NULL, NULL,
-          0, 0, 0, {0}};
+          0, 0, 0, {0}, 0};
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+/* Polls (lock released meanwhile, held again on return) until done(arg)
+ * or the hot window of the last hot run ends; false when it ended first.
+ * After the first POLL_SPINS rounds it yields the CPU at every round: on
+ * a busy machine another thread (the one it waits for, perhaps) may need
+ * this CPU more. */
+#define POLL_SPINS 512
+static bool poll_hot(bool (*done)(unsigned long), unsigned long arg)
+{
+    if (atomic_load_explicit(&pool.hot_until, memory_order_relaxed) <= now_ns())
+        return false;
+    pthread_mutex_unlock(&pool.lock);
+    bool got = false;
+    for (unsigned i = 0; !(got = done(arg)); i++) {
+        if (i < POLL_SPINS) {
+            cpu_relax();
+            if (i % 64 != 63)
+                continue;
+        } else {
+            sched_yield();
+        }
+        if (atomic_load_explicit(&pool.hot_until, memory_order_relaxed) <= now_ns())
+            break;
+    }
+    pthread_mutex_lock(&pool.lock);
+    return got;
+}
+
+static bool new_run(unsigned long seen)
+{
+    return atomic_load_explicit(&pool.gen, memory_order_acquire) != seen;
+}
+
+static bool workers_done(unsigned long unused)
+{
+    (void)unused;
+    return atomic_load_explicit(&pool.running, memory_order_acquire) == 0;
+}
 
 /* ---- holds (qp_parallel_hold): spinning instead of sleeping ----
  *
@@ -109,22 +171,6 @@ static _Atomic unsigned long published_gen;
 static _Atomic int published_running;
 static _Atomic int caller_cpu;             /* the current run's caller */
 static _Atomic int share_cpu[MAX_WORKERS]; /* worker w, while in a share */
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int this_cpu(void)
 {
@@ -221,7 +267,8 @@ static void *worker_main(void *arg)
                 pthread_mutex_lock(&pool.lock);
                 continue;
             }
-            pthread_cond_wait(&pool.start, &pool.lock);
+            if (!poll_hot(new_run, seen) && pool.gen == seen)
+                pthread_cond_wait(&pool.start, &pool.lock);
         }
         seen = pool.gen;
         /* the run cannot end while a share is claimed and running, so fn
@@ -260,6 +307,7 @@ static void reset_in_child(void)
     pool.next = 0;
     pool.nthreads = 0;
     pool.running = 0;
+    pool.hot_until = 0;
 }
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -292,8 +340,10 @@ static int grow(int want)
     return pool.workers;
 }
 
-void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
-                     int nthreads)
+/* qp_parallel_run; hot: the caller polls for the workers' end (the
+ * window set by the caller of a hot run). */
+static void run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                int nthreads, bool hot)
 {
     if (nthreads <= 0)
         nthreads = qp_parallel_threads();
@@ -335,9 +385,26 @@ void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
         pthread_mutex_lock(&pool.lock);
     }
     while (pool.running > 0)
-        pthread_cond_wait(&pool.done, &pool.lock);
+        if (!(hot && poll_hot(workers_done, 0)) && pool.running > 0)
+            pthread_cond_wait(&pool.done, &pool.lock);
     pthread_mutex_unlock(&pool.lock);
     pthread_mutex_unlock(&pool.busy);
+}
+
+void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                     int nthreads)
+{
+    run(fn, ctx, nthreads, false);
+}
+
+void qp_parallel_run_hot(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                         int nthreads)
+{
+    if (nthreads != 1)
+        atomic_store_explicit(&pool.hot_until,
+                              now_ns() + (int64_t)QP_PARALLEL_HOT_US * 1000,
+                              memory_order_relaxed);
+    run(fn, ctx, nthreads, true);
 }
 
 void qp_parallel_split(size_t n, int t, int nthreads, size_t align,
@@ -401,4 +468,59 @@ bool qp_claim_next(struct qp_claim *c, size_t *begin, size_t *end)
     *begin = b;
     *end = c->n - b < c->step ? c->n : b + c->step;
     return true;
+}
+
+void qp_pool_run_hot(struct qp_pool *p,
+                     void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                     int nthreads)
+{
+    int cap = qp_pool_threads(p);
+    qp_parallel_run_hot(fn, ctx,
+                        nthreads <= 0 || nthreads > cap ? cap : nthreads);
+}
+
+int qp_parallel_threads_for(double work, double min_per_thread, int max_threads)
+{
+    int cap = max_threads > 0 ? max_threads : qp_parallel_threads();
+    if (!(min_per_thread > 0) || !(work >= 2 * min_per_thread) || cap <= 1)
+        return 1;
+    double n = work / min_per_thread;
+    return n >= cap ? cap : (int)n;
+}
+
+/* ---- chunks claimed by whoever is free ------------------------------------ */
+
+struct chunk_job {
+    void (*fn)(void *ctx, int t, size_t begin, size_t end);
+    void *ctx;
+    struct qp_claim claim;
+};
+
+static void chunk_share(void *arg, int t, int nt)
+{
+    struct chunk_job *j = arg;
+    (void)nt;
+    for (size_t b, e; qp_claim_next(&j->claim, &b, &e);)
+        j->fn(j->ctx, t, b, e);
+}
+
+void qp_parallel_chunks(void (*fn)(void *ctx, int t, size_t begin, size_t end),
+                        void *ctx, size_t n, size_t chunk, int nthreads)
+{
+    if (!n)
+        return;
+    if (!chunk)
+        chunk = 1;
+    if (nthreads <= 0)
+        nthreads = qp_parallel_threads();
+    size_t chunks = (n + chunk - 1) / chunk;
+    if (nthreads == 1 || chunks == 1) {
+        fn(ctx, 0, 0, n);
+        return;
+    }
+    if ((size_t)nthreads > chunks)
+        nthreads = (int)chunks;
+    struct chunk_job j = {fn, ctx, {0}};
+    qp_claim_init(&j.claim, n, chunk);
+    qp_parallel_run_hot(chunk_share, &j, nthreads);
 }

@@ -36,6 +36,38 @@ enum qp_status qp_parallel_check_env(struct qp_error *err);
 void qp_parallel_run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
                      int nthreads);
 
+/* How long (microseconds) after a hot run the workers poll for the next
+ * one instead of sleeping. */
+#define QP_PARALLEL_HOT_US 200
+
+/* qp_parallel_run for a run of many small ones (the int mode's passes):
+ * the same calls and results; the workers then stay awake for
+ * QP_PARALLEL_HOT_US polling for the next run (a sleeping worker takes
+ * tens of microseconds to wake on a busy or virtual machine), and the
+ * caller polls for their end rather than sleeping on it. Runs that are
+ * not hot find the workers awake too, and are otherwise unchanged. */
+void qp_parallel_run_hot(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                         int nthreads);
+
+/* The threads a job of `work` units should run on when each thread needs
+ * at least min_per_thread units to pay for its start: from 1 (work below
+ * 2 * min_per_thread, or min_per_thread not > 0) to max_threads
+ * (<= 0: qp_parallel_threads()). For splits that follow the work, so a
+ * second thread never makes a small job slower. */
+int qp_parallel_threads_for(double work, double min_per_thread,
+                            int max_threads);
+
+/* fn(ctx, t, begin, end) over [0, n) in chunks of `chunk` items (the
+ * last shorter), claimed one at a time by up to nthreads threads (<= 0:
+ * qp_parallel_threads()) in a hot run: a thread that starts late, or is
+ * preempted, leaves the chunks it has not claimed to the others instead
+ * of holding the run up by a fixed share. t (< nthreads) names the
+ * thread, for its own scratch; which chunks a thread runs varies from
+ * run to run, so each chunk's result must depend on its items alone.
+ * One thread, or one chunk, is one call fn(ctx, 0, 0, n). */
+void qp_parallel_chunks(void (*fn)(void *ctx, int t, size_t begin, size_t end),
+                        void *ctx, size_t n, size_t chunk, int nthreads);
+
 /* An explicit handle on the pool's threads, for code that passes "the
  * threads of this run" around (the model runtime). Jobs run as
  * qp_parallel_run does, capped at the handle's thread count. NULL is
@@ -54,6 +86,11 @@ int qp_pool_threads(const struct qp_pool *p);
  * count (nthreads <= 0: the handle's count). */
 void qp_pool_run(struct qp_pool *p, void (*fn)(void *ctx, int t, int nthreads),
                  void *ctx, int nthreads);
+
+/* qp_pool_run as a hot run (qp_parallel_run_hot). */
+void qp_pool_run_hot(struct qp_pool *p,
+                     void (*fn)(void *ctx, int t, int nthreads), void *ctx,
+                     int nthreads);
 
 /* The share [*begin, *end) of n items for thread t of nthreads, in
  * contiguous blocks aligned to `align` items (align >= 1). */

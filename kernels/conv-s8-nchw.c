@@ -19,8 +19,10 @@
 #define BLOCK_PANELS 4
 /* Tile rows of a one-pixel output requantized in one call. */
 #define ONE_PIXEL_ROWS 64
-/* Below this many multiply-accumulates one thread is faster. */
-#define MIN_PARALLEL_MACS (1 << 21)
+/* Multiply-accumulates a thread needs to pay for its start. */
+#define MIN_THREAD_MACS (1 << 20)
+/* Chunks of blocks per thread: threads claim them as they come free. */
+#define CHUNKS_PER_THREAD 4
 
 static size_t round_up(size_t x, size_t a)
 {
@@ -41,6 +43,8 @@ void qp_conv_s8_nchw_release(struct qp_conv_s8_nchw *d)
     free(d->r);
     free(d->cf);
     free(d->ones);
+    free(d->col_lo);
+    free(d->col_hi);
     memset(d, 0, sizeof *d);
 }
 
@@ -59,7 +63,10 @@ enum qp_status qp_conv_s8_nchw_prepare(struct qp_conv_s8_nchw *d,
     d->r = malloc(oc_n * sizeof *d->r);
     d->cf = malloc(oc_n * sizeof *d->cf);
     d->ones = malloc(d->kp);
-    if (!d->a || !d->r || !d->cf || !d->ones) {
+    size_t kw = c->p.geom.kernel_w;
+    d->col_lo = malloc(kw * sizeof *d->col_lo);
+    d->col_hi = malloc(kw * sizeof *d->col_hi);
+    if (!d->a || !d->r || !d->cf || !d->ones || !d->col_lo || !d->col_hi) {
         qp_conv_s8_nchw_release(d);
         return qp_fail(err, QP_E_NOMEM, "conv: out of memory");
     }
@@ -85,6 +92,18 @@ enum qp_status qp_conv_s8_nchw_prepare(struct qp_conv_s8_nchw *d,
         d->cf[oc] = (int32_t)(0u - (alpha + wzp));
     }
     memset(d->ones, 1, d->kp);
+    /* output columns reading inside the row: pad_left <= ox*sw + off <
+     * pad_left + in_w, off = kx * dilation_w */
+    const struct qp_conv_geom *g = &c->p.geom;
+    size_t sw = g->stride_w, end = g->pad_left + g->in_w;
+    for (size_t kx = 0; kx < kw; kx++) {
+        size_t off = kx * g->dilation_w;
+        size_t lo = off >= g->pad_left ? 0 : (g->pad_left - off + sw - 1) / sw;
+        size_t hi = off >= end ? 0 : (end - off + sw - 1) / sw;
+        hi = hi < c->out_w ? hi : c->out_w;
+        d->col_lo[kx] = lo < hi ? lo : hi;
+        d->col_hi[kx] = hi;
+    }
     d->cf_same = true;
     for (size_t oc = 1; oc < oc_n; oc++)
         d->cf_same &= d->cf[oc] == d->cf[0];
@@ -125,29 +144,39 @@ static void gather_row(const uint8_t *src, size_t step, uint8_t flip,
         dst[i] = src[i * step] ^ flip;
 }
 
-/* Row k (input channel ic, tap ky, kx) of the im2col matrix of image x
- * for output pixels [p0, p0 + n), as b bytes, into row[n]. */
+/* A run of a block's pixels inside one output row. */
+struct piece {
+    size_t j, oy, ox, len; /* offset in the block, output row, column, pixels */
+};
+
+/* Pixels [p0, p0 + n) of an output plane of width ow as pieces of rows
+ * (at most n / ow + 2): the divisions once per block, not per row of the
+ * im2col matrix. Returns their number. */
+static size_t block_pieces(size_t ow, size_t p0, size_t n, struct piece *pc)
+{
+    size_t np = 0, oy = p0 / ow, ox = p0 % ow;
+    for (size_t j = 0; j < n; np++, oy++, ox = 0) {
+        size_t len = ow - ox < n - j ? ow - ox : n - j;
+        pc[np] = (struct piece){j, oy, ox, len};
+        j += len;
+    }
+    return np;
+}
+
+/* Row (ic, ky, kx) of the im2col matrix of image x for the block's
+ * pixels (pieces pc[np]), as b bytes, into row. */
 static void column_row(const struct qp_conv_s8 *c, const struct qp_conv_s8_nchw *d,
-                       const uint8_t *x, size_t k, size_t p0, size_t n,
-                       uint8_t *row)
+                       const uint8_t *x, size_t ic, size_t ky, size_t kx,
+                       const struct piece *pc, size_t np, uint8_t *row)
 {
     const struct qp_conv_geom *g = &c->p.geom;
-    size_t taps = g->kernel_h * g->kernel_w;
-    size_t ic = k / taps, ky = k % taps / g->kernel_w, kx = k % g->kernel_w;
     const uint8_t *plane = x + ic * g->in_h * g->in_w;
-    size_t ow = c->out_w, sw = g->stride_w, off = kx * g->dilation_w;
-    /* output columns [lo, hi) read inside the row: pad_left <= ox*sw +
-     * off < pad_left + in_w */
-    size_t lo = off >= g->pad_left ? 0 : (g->pad_left - off + sw - 1) / sw;
-    size_t end = g->pad_left + g->in_w, hi = off >= end ? 0 : (end - off + sw - 1) / sw;
-    hi = hi < ow ? hi : ow;
-    lo = lo < hi ? lo : hi;
-    for (size_t j = 0; j < n;) {
-        size_t oy = (p0 + j) / ow, ox = (p0 + j) % ow;
-        size_t len = ow - ox < n - j ? ow - ox : n - j, iy;
-        uint8_t *dst = row + j;
-        j += len;
-        if (!qp_kern_tap(oy, ky, g->stride_h, g->dilation_h, g->pad_top,
+    size_t sw = g->stride_w, off = kx * g->dilation_w;
+    size_t lo = d->col_lo[kx], hi = d->col_hi[kx];
+    for (size_t q = 0; q < np; q++) {
+        size_t ox = pc[q].ox, len = pc[q].len, iy;
+        uint8_t *dst = row + pc[q].j;
+        if (!qp_kern_tap(pc[q].oy, ky, g->stride_h, g->dilation_h, g->pad_top,
                          g->in_h, &iy)) {
             memset(dst, d->pad, len);
             continue;
@@ -207,8 +236,12 @@ static void pack_block(const struct qp_conv_s8 *c,
                        size_t p0, size_t n, uint8_t *panels, uint8_t *rows)
 {
     size_t nr = d->uk->nr, w = BLOCK_PANELS * nr, np = (n + nr - 1) / nr;
-    size_t plane = c->p.geom.in_h * c->p.geom.in_w;
+    const struct qp_conv_geom *g = &c->p.geom;
+    size_t plane = g->in_h * g->in_w;
     bool direct = direct_rows(c) && !d->b_flip;
+    struct piece pc[BLOCK_PANELS * 64 + 2]; /* nr <= 64 */
+    size_t npc = direct ? 0 : block_pieces(c->out_w, p0, n, pc);
+    size_t ic = 0, ky = 0, kx = 0; /* of row k, kx fastest (OIHW order) */
     for (size_t k0 = 0; k0 < d->kp; k0 += 4) {
         const uint8_t *r[4];
         for (size_t i = 0; i < 4; i++) {
@@ -221,9 +254,16 @@ static void pack_block(const struct qp_conv_s8 *c,
             }
             if (direct) {
                 r[i] = x + k * plane + p0;
-            } else {
-                column_row(c, d, x, k, p0, n, row);
-                r[i] = row;
+                continue;
+            }
+            column_row(c, d, x, ic, ky, kx, pc, npc, row);
+            r[i] = row;
+            if (++kx == g->kernel_w) {
+                kx = 0;
+                if (++ky == g->kernel_h) {
+                    ky = 0;
+                    ic++;
+                }
             }
         }
         /* interleave: panel p, group k0/4: [nr][4] */
@@ -256,14 +296,19 @@ static struct layout thread_layout(const struct qp_conv_s8_nchw *d)
     return l;
 }
 
+/* Blocks of pixels of a run of batch images. */
+static size_t run_blocks(const struct qp_conv_s8 *c, size_t batch)
+{
+    size_t bw = BLOCK_PANELS * c->nchw->uk->nr;
+    return batch * ((c->out_h * c->out_w + bw - 1) / bw);
+}
+
 int qp_conv_s8_nchw_threads(const struct qp_conv_s8 *c, size_t batch)
 {
     double macs = (double)batch * c->out_h * c->out_w * c->p.out_c * c->kg;
-    size_t blocks = batch * ((c->out_h * c->out_w + BLOCK_PANELS * 48 - 1) /
-                             (BLOCK_PANELS * 48));
-    if (c->threads <= 1 || macs < MIN_PARALLEL_MACS || blocks < 2)
-        return 1;
-    return blocks < (size_t)c->threads ? (int)blocks : c->threads;
+    size_t blocks = run_blocks(c, batch);
+    int nt = qp_parallel_threads_for(macs, MIN_THREAD_MACS, c->threads);
+    return blocks < (size_t)nt ? (int)blocks : nt;
 }
 
 size_t qp_conv_s8_nchw_scratch(const struct qp_conv_s8 *c, size_t batch)
@@ -381,7 +426,8 @@ static void run_block(const struct qp_conv_s8 *c, const uint8_t *x, char *y,
     }
 }
 
-static void run_share(void *arg, int t, int nt)
+/* Blocks [b0, b1) on thread t's scratch. */
+static void run_chunk(void *arg, int t, size_t b0, size_t b1)
 {
     const struct run_ctx *x = arg;
     const struct qp_conv_s8 *c = x->c;
@@ -390,8 +436,6 @@ static void run_share(void *arg, int t, int nt)
     size_t bw = BLOCK_PANELS * c->nchw->uk->nr, ohw = c->out_h * c->out_w;
     size_t in_img = c->p.in_c * c->p.geom.in_h * c->p.geom.in_w;
     size_t out_img = c->p.out_c * ohw * qp_kern_out_size(c->p.rq);
-    size_t b0, b1;
-    qp_parallel_split(x->batch * x->per_image, t, nt, 1, &b0, &b1);
     for (size_t bi = b0; bi < b1; bi++) {
         size_t img = bi / x->per_image, p0 = bi % x->per_image * bw;
         size_t n = ohw - p0 < bw ? ohw - p0 : bw;
@@ -406,5 +450,9 @@ void qp_conv_s8_nchw_run(const struct qp_conv_s8 *c, const uint8_t *input,
     struct run_ctx x = {c, input, output, scratch, batch, (ohw + bw - 1) / bw};
     if (ohw == 0)
         return;
-    qp_parallel_run(run_share, &x, qp_conv_s8_nchw_threads(c, batch));
+    int nt = qp_conv_s8_nchw_threads(c, batch);
+    size_t blocks = run_blocks(c, batch);
+    size_t chunk = (blocks + (size_t)nt * CHUNKS_PER_THREAD - 1) /
+                   ((size_t)nt * CHUNKS_PER_THREAD);
+    qp_parallel_chunks(run_chunk, &x, blocks, chunk, nt);
 }

@@ -42,6 +42,8 @@ struct qp_conv_s8_nchw {
     uint8_t b_flip;      /* b = x ^ b_flip */
     uint8_t pad;         /* the padding tap's b */
     uint32_t kbeta;      /* K * beta (modulo 2^32) */
+    size_t *col_lo, *col_hi; /* [KW]: the output columns [lo, hi) whose tap
+                                kx reads inside the input row */
 };
 
 /* True when c (prepared up to its filter, bias and zero points) can run

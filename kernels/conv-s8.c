@@ -408,41 +408,81 @@ static void transpose16(const uint8_t *src, size_t ss, uint8_t *dst, size_t ds)
 }
 #endif
 
-static void transpose_u8(const uint8_t *s, uint8_t *d, size_t rows, size_t cols)
+/* d[j * ds + i] = s[i * ss + j] for i < rows, j < cols. */
+static void transpose_u8(const uint8_t *s, size_t ss, uint8_t *d, size_t ds,
+                         size_t rows, size_t cols)
 {
     size_t i0 = 0, j0 = 0;
 #if defined(__SSE2__)
     for (i0 = 0; i0 + 16 <= rows; i0 += 16)
         for (j0 = 0; j0 + 16 <= cols; j0 += 16)
-            transpose16(s + i0 * cols + j0, cols, d + j0 * rows + i0, rows);
+            transpose16(s + i0 * ss + j0, ss, d + j0 * ds + i0, ds);
     /* the edges: columns past the last block, then rows past it */
     size_t jb = cols / 16 * 16, ib = rows / 16 * 16;
     for (size_t i = 0; i < ib; i++)
         for (size_t j = jb; j < cols; j++)
-            d[j * rows + i] = s[i * cols + j];
+            d[j * ds + i] = s[i * ss + j];
     i0 = ib;
 #endif
     (void)j0;
     for (size_t i = i0; i < rows; i++)
         for (size_t j = 0; j < cols; j++)
-            d[j * rows + i] = s[i * cols + j];
+            d[j * ds + i] = s[i * ss + j];
 }
+
+struct transpose_job {
+    const uint8_t *src;
+    uint8_t *dst;
+    size_t rows, cols, blocks; /* blocks of 16 columns per image */
+};
+
+/* Column blocks [b0, b1) (of all images) of a byte transpose. */
+static void transpose_chunk(void *arg, int t, size_t b0, size_t b1)
+{
+    const struct transpose_job *j = arg;
+    (void)t;
+    for (size_t bi = b0; bi < b1;) {
+        size_t img = bi / j->blocks, k = bi % j->blocks;
+        size_t k1 = k + (b1 - bi) < j->blocks ? k + (b1 - bi) : j->blocks;
+        size_t c0 = k * 16, c1 = k1 * 16 < j->cols ? k1 * 16 : j->cols;
+        size_t n = j->rows * j->cols;
+        transpose_u8(j->src + img * n + c0, j->cols, j->dst + img * n + c0 * j->rows,
+                     j->rows, j->rows, c1 - c0);
+        bi += k1 - k;
+    }
+}
+
+/* Bytes a thread needs to pay for its start in a transpose. */
+#define TRANSPOSE_THREAD_BYTES (1 << 16)
 
 static void transpose2d(const char *src, char *dst, size_t rows, size_t cols,
                         size_t es)
 {
     if (es == 1)
-        transpose_u8((const uint8_t *)src, (uint8_t *)dst, rows, cols);
+        transpose_u8((const uint8_t *)src, cols, (uint8_t *)dst, rows, rows,
+                     cols);
     else if (es == 2)
         TRANSPOSE_TILED(uint16_t);
     else
         TRANSPOSE_TILED(uint32_t);
 }
 
-/* [b][c][hw] <-> [b][hw][c], elements of es (1, 2 or 4) bytes */
+/* [b][c][hw] <-> [b][hw][c], elements of es (1, 2 or 4) bytes; bytes on
+ * up to `threads` threads, in chunks of 16 columns */
 static void transpose(const char *src, char *dst, size_t batch, size_t rows,
-                      size_t cols, size_t es)
+                      size_t cols, size_t es, int threads)
 {
+    if (es == 1) {
+        size_t blocks = (cols + 15) / 16;
+        struct transpose_job j = {(const uint8_t *)src, (uint8_t *)dst, rows,
+                                  cols, blocks};
+        int nt = qp_parallel_threads_for((double)batch * rows * cols,
+                                         TRANSPOSE_THREAD_BYTES, threads);
+        qp_parallel_chunks(transpose_chunk, &j, batch * blocks,
+                           (batch * blocks + (size_t)nt * 4 - 1) / ((size_t)nt * 4),
+                           nt);
+        return;
+    }
     for (size_t b = 0; b < batch; b++)
         transpose2d(src + b * rows * cols * es, dst + b * rows * cols * es, rows,
                     cols, es);
@@ -474,7 +514,7 @@ enum qp_status qp_conv_s8_run(const struct qp_conv_s8 *c, const void *input,
     char *out = output;
     size_t hw = c->p.geom.in_h * c->p.geom.in_w, ohw = c->out_h * c->out_w;
     if (c->p.layout == QP_CONV_NCHW) {
-        transpose(input, s, batch, c->p.in_c, hw, 1);
+        transpose(input, s, batch, c->p.in_c, hw, 1, c->threads);
         in = (const uint8_t *)s;
         out = s + round_up(batch * hw * c->p.in_c, ALIGN);
         s += nchw_bytes(c, batch);
@@ -487,6 +527,6 @@ enum qp_status qp_conv_s8_run(const struct qp_conv_s8 *c, const void *input,
         qp_parallel_run(run_share, &x, run_threads(c, batch));
     }
     if (!st && c->p.layout == QP_CONV_NCHW)
-        transpose(out, output, batch, ohw, c->p.out_c, out_size(c));
+        transpose(out, output, batch, ohw, c->p.out_c, out_size(c), c->threads);
     return st;
 }

@@ -19,8 +19,10 @@
  * rows of ROW_MIN_WIDTH pixels and planes of ROW_MIN_ROWS rows. */
 #define ROW_MIN_WIDTH 64
 #define ROW_MIN_ROWS 3
-/* Below this many multiply-accumulates one thread is faster. */
-#define MIN_PARALLEL_MACS (1 << 18)
+/* Multiply-accumulates a thread needs to pay for its start. */
+#define MIN_THREAD_MACS (1 << 17)
+/* Chunks of planes per thread: threads claim them as they come free. */
+#define CHUNKS_PER_THREAD 4
 
 static size_t round_up(size_t x, size_t a)
 {
@@ -79,9 +81,8 @@ static int run_threads(const struct qp_dw_s8 *dw, size_t batch)
     double macs = (double)batch * dw->out_h * dw->out_w * dw->out_c *
                   g->kernel_h * g->kernel_w;
     size_t planes = batch * dw->out_c;
-    if (dw->threads <= 1 || macs < MIN_PARALLEL_MACS || planes < 2)
-        return 1;
-    return planes < (size_t)dw->threads ? (int)planes : dw->threads;
+    int nt = qp_parallel_threads_for(macs, MIN_THREAD_MACS, dw->threads);
+    return planes < (size_t)nt ? (int)planes : nt;
 }
 
 size_t qp_dw_s8_nchw_scratch(const struct qp_dw_s8 *dw, size_t batch)
@@ -225,7 +226,8 @@ struct run_ctx {
     bool r4; /* rows4_ok */
 };
 
-static void run_share(void *arg, int t, int nt)
+/* Output planes [p0, p1) (of all images) on thread t's scratch. */
+static void run_chunk(void *arg, int t, size_t p0, size_t p1)
 {
     const struct run_ctx *x = arg;
     const struct qp_dw_s8 *dw = x->dw;
@@ -234,8 +236,7 @@ static void run_share(void *arg, int t, int nt)
     char *s = x->scratch + (size_t)t * l.total;
     size_t ohw = dw->out_h * dw->out_w, hw = g->in_h * g->in_w;
     size_t es = qp_kern_out_size(dw->p.rq), dm = dw->p.depth_multiplier;
-    size_t p0, p1, last = SIZE_MAX;
-    qp_parallel_split(x->batch * dw->out_c, t, nt, 1, &p0, &p1);
+    size_t last = SIZE_MAX;
     for (size_t p = p0; p < p1; p++) {
         size_t b = p / dw->out_c, oc = p % dw->out_c;
         size_t src = b * dw->p.in_c + oc / dm; /* input plane */
@@ -253,5 +254,12 @@ void qp_dw_s8_nchw_run(const struct qp_dw_s8 *dw, const uint8_t *input,
     struct run_ctx x = {dw, input, output, scratch, batch, rows4_ok(dw)};
     if (dw->out_h * dw->out_w == 0)
         return;
-    qp_parallel_run(run_share, &x, run_threads(dw, batch));
+    /* chunks of planes that start on a new input plane where they can (a
+     * depth multiplier shares one padded plane among its outputs) */
+    int nt = run_threads(dw, batch);
+    size_t planes = batch * dw->out_c, dm = dw->p.depth_multiplier;
+    size_t chunk = (planes + (size_t)nt * CHUNKS_PER_THREAD - 1) /
+                   ((size_t)nt * CHUNKS_PER_THREAD);
+    chunk = (chunk + dm - 1) / dm * dm;
+    qp_parallel_chunks(run_chunk, &x, planes, chunk, nt);
 }

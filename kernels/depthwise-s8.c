@@ -116,13 +116,16 @@ static size_t thread_bytes(const struct qp_dw_s8 *dw)
            round_up(taps * (sizeof(void *) * 2), ALIGN);
 }
 
+/* Multiply-accumulates a thread needs to pay for its start. */
+#define MIN_THREAD_MACS (1 << 17)
+
 static int run_threads(const struct qp_dw_s8 *dw, size_t batch)
 {
     double macs = (double)batch * dw->out_h * dw->out_w * dw->out_c *
                   dw->p.geom.kernel_h * dw->p.geom.kernel_w;
-    if (dw->threads <= 1 || macs < (1 << 18))
-        return 1;
-    return dw->threads;
+    size_t rows = batch * dw->out_h;
+    int nt = qp_parallel_threads_for(macs, MIN_THREAD_MACS, dw->threads);
+    return rows < (size_t)nt ? (int)rows : nt;
 }
 
 size_t qp_dw_s8_scratch_size(const struct qp_dw_s8 *dw, size_t batch)
@@ -142,7 +145,8 @@ struct run_ctx {
     size_t rows;       /* batch * OH */
 };
 
-static void run_rows(void *arg, int t, int nt)
+/* Output rows [r0, r1) (of all images) on thread t's scratch. */
+static void run_rows(void *arg, int t, size_t r0, size_t r1)
 {
     const struct run_ctx *x = arg;
     const struct qp_dw_s8 *dw = x->dw;
@@ -154,8 +158,6 @@ static void run_rows(void *arg, int t, int nt)
         dw->out_w * oc_n * sizeof(int32_t), ALIGN));
     const int32_t **wp = (const int32_t **)(xp + g->kernel_h * g->kernel_w);
     bool sgn = dw->p.in_dtype == QP_DTYPE_I8;
-    size_t r0, r1;
-    qp_parallel_split(x->rows, t, nt, 1, &r0, &r1);
     for (size_t r = r0; r < r1; r++) {
         size_t b = r / dw->out_h, oy = r % dw->out_h;
         for (size_t ox = 0; ox < dw->out_w; ox++) {
@@ -210,6 +212,8 @@ enum qp_status qp_dw_s8_run(const struct qp_dw_s8 *dw, const void *input,
         x.in = e;
         x.in_c = dw->out_c;
     }
-    qp_parallel_run(run_rows, &x, run_threads(dw, batch));
+    int nt = run_threads(dw, batch);
+    size_t chunk = (x.rows + (size_t)nt * 4 - 1) / ((size_t)nt * 4);
+    qp_parallel_chunks(run_rows, &x, x.rows, chunk, nt); /* 4 per thread */
     return QP_OK;
 }

@@ -10,6 +10,8 @@
 /* kernels/x86/lut-s8-avx512.c */
 void qp_lut8_apply_vbmi(const uint8_t *table, const uint8_t *x, size_t n,
                         uint8_t *y);
+void qp_lut16_apply_avx512(const uint8_t *table, const uint8_t *a,
+                           const uint8_t *b, size_t n, uint8_t *y);
 
 /* AVX-512 VBMI (vpermi2b) on top of the AVX-512 set */
 static bool vbmi_supported(void)
@@ -20,6 +22,7 @@ static bool vbmi_supported(void)
 
 const struct qp_lut8_variant qp_lut8_vbmi = {
     "avx512-vbmi", QP_KERN_AVX512, vbmi_supported, qp_lut8_apply_vbmi,
+    qp_lut16_apply_avx512,
 };
 #endif
 
@@ -54,6 +57,33 @@ bool qp_lut8_apply_variant(const char *name, const uint8_t table[256],
 #if defined(__x86_64__)
     if (!strcmp(name, qp_lut8_vbmi.name) && qp_lut8_variant_runs(&qp_lut8_vbmi)) {
         qp_lut8_vbmi.apply(table, x, n, y);
+        return true;
+    }
+#endif
+    return false;
+}
+
+void qp_lut16_apply(const uint8_t *table, const uint8_t *a, const uint8_t *b,
+                    size_t n, uint8_t *y)
+{
+    const struct qp_lut8_variant *v = qp_kern_table()->lut8;
+    if (v && v->apply2)
+        v->apply2(table, a, b, n, y);
+    else
+        qp_lut16_apply_ref(table, a, b, n, y);
+}
+
+bool qp_lut16_apply_variant(const char *name, const uint8_t *table,
+                            const uint8_t *a, const uint8_t *b, size_t n,
+                            uint8_t *y)
+{
+    if (!strcmp(name, "ref")) {
+        qp_lut16_apply_ref(table, a, b, n, y);
+        return true;
+    }
+#if defined(__x86_64__)
+    if (!strcmp(name, qp_lut8_vbmi.name) && qp_lut8_variant_runs(&qp_lut8_vbmi)) {
+        qp_lut8_vbmi.apply2(table, a, b, n, y);
         return true;
     }
 #endif

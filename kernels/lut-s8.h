@@ -25,6 +25,20 @@ void qp_lut8_apply_ref(const uint8_t table[256], const uint8_t *x, size_t n,
 bool qp_lut8_apply_variant(const char *name, const uint8_t table[256],
                            const uint8_t *x, size_t n, uint8_t *y);
 
+/* Pair tables: y[i] = table[a[i] * 256 + b[i]] for i < n (65536
+ * entries; the int mode's tables of two quantized inputs, x + y, x * y).
+ * The AVX-512 variant gathers 16 entries at a time (each the aligned
+ * 32-bit word holding it, never past the table's end, then shifted). y
+ * may be a or b. */
+void qp_lut16_apply(const uint8_t *table, const uint8_t *a, const uint8_t *b,
+                    size_t n, uint8_t *y);
+void qp_lut16_apply_ref(const uint8_t *table, const uint8_t *a,
+                        const uint8_t *b, size_t n, uint8_t *y);
+/* The pair variant by name, as qp_lut8_apply_variant. */
+bool qp_lut16_apply_variant(const char *name, const uint8_t *table,
+                            const uint8_t *a, const uint8_t *b, size_t n,
+                            uint8_t *y);
+
 /* "ref" or "avx512-vbmi": the variant qp_lut8_apply uses. */
 const char *qp_lut8_variant(void);
 
@@ -37,6 +51,8 @@ struct qp_lut8_variant {
     bool (*supported)(void);
     void (*apply)(const uint8_t *table, const uint8_t *x, size_t n,
                   uint8_t *y);
+    void (*apply2)(const uint8_t *table, const uint8_t *a, const uint8_t *b,
+                   size_t n, uint8_t *y); /* pair tables */
 };
 #if defined(__x86_64__)
 extern const struct qp_lut8_variant qp_lut8_vbmi; /* AVX-512 VBMI */

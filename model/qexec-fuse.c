@@ -71,16 +71,15 @@ void qp_qfuse_cache_free(struct qp_qfuse_cache *c)
 
 /* True when node i runs as a lookup table in the int mode (what
  * qp_qplan_run_int does for it): an elementwise node of quantized inputs
- * and scalar constants (lut_ok), not an Add the fixed-point flavors run
- * on the integers. */
+ * and scalar constants (lut_ok), an Add of the fixed-point flavors too
+ * (its table is the integer add's, model/qexec.c). */
 static bool runs_as_table(const struct qp_qplan *p, int i)
 {
     const struct qp_qnode *q = &p->n[i];
     const struct qp_node *n = &p->g->nodes[i];
     if (!q->lut_ok || n->n_out != 1 || n->out[0] < 0)
         return false;
-    return q->kind == QP_QK_FLOAT ||
-           (q->kind == QP_QK_ADD && !qp_rq_flavor_fixed(p->flavor));
+    return q->kind == QP_QK_FLOAT || q->kind == QP_QK_ADD;
 }
 
 /* True when node i may run as per-channel tables (qp_qint_channel_ok
@@ -411,11 +410,11 @@ static void pass_run(const struct pass *ps, size_t c, size_t i, size_t len)
         qp_lut8_apply(ps->t[k] + c * 256, ps->x + i, len, ps->y[k] + i);
 }
 
-static void pass_part(void *ctx, int t, int nt)
+/* Elements [b, e) of the pass (any range: each element is its own). */
+static void pass_part(void *ctx, int t, size_t b, size_t e)
 {
     const struct pass *ps = ctx;
-    size_t b, e;
-    qp_parallel_split(ps->n, t, nt, 64, &b, &e);
+    (void)t;
     if (ps->channels > 1 && ps->inner == 1) { /* the last axis */
         for (int k = 0; k < ps->k; k++)
             for (size_t i = b; i < e; i++)
@@ -470,8 +469,14 @@ static enum qp_status apply(struct qp_exec_span *s,
             ps.y[ps.k++] = out[j]->data;
         }
     }
-    if (!st && ps.n)
-        qp_pool_run(s->pool, pass_part, &ps, ps.n >= 2 * PAR_MIN ? 0 : 1);
+    if (!st && ps.n) {
+        /* chunks of whole 64-byte lines, a few per thread, claimed by
+         * the threads as they come free */
+        int nt = qp_parallel_threads_for((double)ps.n, (double)PAR_MIN,
+                                         qp_pool_threads(s->pool));
+        size_t chunk = (ps.n / ((size_t)nt * 4) + 63) / 64 * 64;
+        qp_parallel_chunks(pass_part, &ps, ps.n, chunk, nt);
+    }
     if (*hout && !src_needed) {
         qp_exec_span_free(s, *hout);
         *hout = NULL;

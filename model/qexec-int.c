@@ -5,9 +5,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/parallel.h"
 #include "kernels/lut-s8.h"
 #include "kernels/quantize-act.h"
+#include "model/op-quant.h"
 #include "model/qexec-fuse.h"
+
+/* ---- threads ----------------------------------------------------------- */
+
+struct pfor_job {
+    void (*fn)(void *ctx, size_t begin, size_t end);
+    void *ctx;
+};
+
+static void pfor_chunk(void *arg, int t, size_t b, size_t e)
+{
+    const struct pfor_job *j = arg;
+    (void)t;
+    j->fn(j->ctx, b, e);
+}
+
+void qp_qint_parallel_for(const struct qp_op_ctx *c, size_t n,
+                          size_t min_per_thread, size_t align,
+                          void (*fn)(void *ctx, size_t begin, size_t end),
+                          void *ctx)
+{
+    int nt = qp_parallel_threads_for((double)n, (double)min_per_thread,
+                                     qp_pool_threads(c->pool));
+    struct pfor_job j = {fn, ctx};
+    size_t per = (n + (size_t)nt * 4 - 1) / ((size_t)nt * 4);
+    qp_parallel_chunks(pfor_chunk, &j, n, (per + align - 1) / align * align, nt);
+}
 
 /* Largest plane whose sum of dequantized codes is exact in double. */
 #define GAP_MAX_AREA ((size_t)1 << 20)
@@ -73,7 +101,7 @@ static void apply_table(const struct qp_op_ctx *c, const uint8_t t[256],
                         const void *x, size_t n, void *y)
 {
     struct table_job j = {t, x, y};
-    qp_op_parallel_for(c, n, 1 << 16, table_range, &j);
+    qp_qint_parallel_for(c, n, 1 << 16, 64, table_range, &j);
 }
 
 /* ---- GlobalAveragePool ---------------------------------------------------- */
@@ -137,7 +165,8 @@ static enum qp_status run_gap(const struct qp_qplan *p,
     if (st)
         return st;
     struct gap_job j = {x->data, qp_tensor_numel(x) / planes, v, y};
-    qp_op_parallel_items(c, planes, qp_op_par_items(j.area), gap_planes, &j);
+    qp_qint_parallel_for(c, planes, qp_op_par_items(j.area), 1, gap_planes,
+                         &j);
     qp_qa_quantize_row(p->qa, y, planes, vo->scale, vo->zp, vo->qmin, vo->qmax,
                        vo->dtype, (*out)->data);
     return attach(vo, *out, err);
@@ -325,8 +354,7 @@ static bool pair_rows_ok(const struct qp_qplan *p, const struct qp_op_ctx *c,
     const struct qp_qnode *q = &p->n[c->node];
     int nq = 0;
     if (!q->lut_ok || n->n_out != 1 || n->out[0] < 0 ||
-        !(q->kind == QP_QK_FLOAT ||
-          (q->kind == QP_QK_ADD && !qp_rq_flavor_fixed(p->flavor))))
+        !(q->kind == QP_QK_FLOAT || q->kind == QP_QK_ADD))
         return false;
     for (int k = 0; k < n->n_in; k++) {
         if (n->in[k] < 0 || c->g->values[n->in[k]].konst)
@@ -397,9 +425,54 @@ static enum qp_status run_pair_rows(struct qp_qplan *p,
                                      err)))
         return st;
     struct rows_job j = {t, s->data, x->data, (*out)->data, inner};
-    qp_op_parallel_items(c, qp_tensor_numel(s), qp_op_par_items(inner),
+    qp_qint_parallel_for(c, qp_tensor_numel(s), qp_op_par_items(inner), 1,
                          rows_range, &j);
     return attach(&p->v[c->n->out[0]], *out, err);
+}
+
+/* ---- the integer Add's pair table ------------------------------------------ */
+
+enum qp_status qp_qint_add_table(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                 bool *done, struct qp_error *err)
+{
+    const struct qp_node *n = c->n;
+    *done = false;
+    if (p->n[c->node].kind != QP_QK_ADD || !qp_rq_flavor_fixed(p->flavor) ||
+        c->n_in != 2)
+        return QP_OK;
+    for (int k = 0; k < 2; k++) /* both quantized, as run_lut takes them */
+        if (!c->in[k] || n->in[k] < 0 || !p->v[n->in[k]].quant ||
+            qp_elem_size(c->in[k]->dtype) != 1)
+            return QP_OK;
+    const struct qp_qval *v1 = &p->v[n->in[0]], *v2 = &p->v[n->in[1]];
+    const struct qp_qval *vo = &p->v[n->out[0]];
+    int64_t len = 65536;
+    struct qp_tensor *a = NULL, *b = NULL, *y = NULL;
+    enum qp_status st = qp_tensor_new("a", c->in[0]->dtype, 1, &len, &a, err);
+    if (!st)
+        st = qp_tensor_new("b", c->in[1]->dtype, 1, &len, &b, err);
+    if (!st)
+        st = qp_tensor_new("y", vo->dtype, 1, &len, &y, err);
+    if (!st) {
+        uint8_t *ad = a->data, *bd = b->data;
+        for (size_t i = 0; i < 65536; i++) {
+            ad[i] = (uint8_t)(i >> 8);
+            bd[i] = (uint8_t)i;
+        }
+        struct qp_qside qa = {v1->scale, v1->zp}, qb = {v2->scale, v2->zp};
+        struct qp_qside qy = {vo->scale, vo->zp};
+        st = qp_qadd(c, p->flavor, a, qa, b, qb, qy, y, done, err);
+    }
+    if (!st && *done) {
+        if ((p->n[c->node].lut = malloc(65536)))
+            memcpy(p->n[c->node].lut, y->data, 65536);
+        else
+            st = qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
+    }
+    qp_tensor_free(a);
+    qp_tensor_free(b);
+    qp_tensor_free(y);
+    return st;
 }
 
 /* ---- dispatch ------------------------------------------------------------- */

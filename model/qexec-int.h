@@ -49,6 +49,28 @@ enum qp_status qp_qint_channel_table(struct qp_qplan *p,
                                      const uint8_t **table,
                                      struct qp_error *err);
 
+/* fn(ctx, begin, end) over [0, n) on c's threads when n is large: at
+ * least min_per_thread items a thread (qp_parallel_threads_for), in
+ * chunks (about four a thread, multiples of align items: 64 for bytes,
+ * whole cache lines; 1 for planes or rows) claimed by whichever thread is
+ * free (qp_parallel_chunks, a hot run). fn's result must depend on its
+ * range alone. The int mode's passes over elements, planes and rows. */
+void qp_qint_parallel_for(const struct qp_op_ctx *c, size_t n,
+                          size_t min_per_thread, size_t align,
+                          void (*fn)(void *ctx, size_t begin, size_t end),
+                          void *ctx);
+
+/* The pair table of an Add that a fixed-point flavor runs on the
+ * integers: qp_qadd, the integer add itself, on every pair of codes
+ * (index a * 256 + b), kept in the plan's node as its lookup table. Its
+ * output element depends on the two input bytes alone, so the table
+ * gives the add's bytes on any tensors, built once per plan instead of
+ * the add's own tables at every run. *done false (nothing built) when c's
+ * node is no such Add (both inputs quantized, 8-bit) or qp_qadd declines:
+ * the float operator's table is then the node's (model/qexec.c). */
+enum qp_status qp_qint_add_table(struct qp_qplan *p, const struct qp_op_ctx *c,
+                                 bool *done, struct qp_error *err);
+
 /* True when node i of p has an integer computation above and c's inputs
  * (its node's, as the int mode carries them) suit it. */
 bool qp_qint_ok(const struct qp_qplan *p, const struct qp_op_ctx *c);

@@ -10,6 +10,7 @@
 #include "model/op-quant.h"
 #include "model/qexec-da8w4.h"
 #include "model/qexec-fuse.h"
+#include "model/qexec-int.h"
 #include "model/qplan.h"
 #include "quant/qparams.h"
 
@@ -29,7 +30,25 @@ static enum qp_status new_tensor(const struct qp_op_ctx *c, const char *name,
     return qp_op_new_tensor(c, name, &d, out, err);
 }
 
-/* qp_qplan_quantize with the new tensor from c's run (c may be NULL). */
+struct quant_job {
+    const struct qp_qplan *p;
+    const struct qp_qval *v;
+    const float *x;
+    void *y;       /* quantized codes of v->dtype */
+};
+
+/* Elements [b, e) quantized (each element on its own: any split). */
+static void quant_range(void *ctx, size_t b, size_t e)
+{
+    const struct quant_job *j = ctx;
+    const struct qp_qval *v = j->v;
+    qp_qa_quantize_row(j->p->qa, j->x + b, e - b, v->scale, v->zp, v->qmin,
+                       v->qmax, v->dtype,
+                       (char *)j->y + b * qp_elem_size(v->dtype));
+}
+
+/* qp_qplan_quantize with the new tensor from c's run (c may be NULL; else
+ * on its threads). */
 static enum qp_status quantize_in(const struct qp_qplan *p,
                                   const struct qp_op_ctx *c,
                                   const struct qp_qval *v,
@@ -38,9 +57,14 @@ static enum qp_status quantize_in(const struct qp_qplan *p,
 {
     enum qp_status st = new_tensor(c, name, v->dtype, x->ndim, x->shape, out,
                                    err);
-    if (!st)
-        qp_qa_quantize_row(p->qa, x->data, qp_tensor_numel(x), v->scale, v->zp,
-                           v->qmin, v->qmax, v->dtype, (*out)->data);
+    if (!st) {
+        struct quant_job j = {p, v, x->data, (*out)->data};
+        if (c)
+            qp_qint_parallel_for(c, qp_tensor_numel(x), 1 << 16, 64,
+                                 quant_range, &j);
+        else
+            quant_range(&j, 0, qp_tensor_numel(x));
+    }
     if (!st)
         st = qp_tensor_set_qparams(*out, 1, &v->scale, &v->zp, -1, 0, err);
     if (st) {
@@ -102,6 +126,20 @@ static enum qp_status fake_apply(const struct qp_qplan *p, int v,
     return fake_quantize(p, &p->v[v], t->data, qp_tensor_numel(t), err);
 }
 
+struct dequant_job {
+    const uint8_t *q;
+    enum qp_dtype dtype;
+    float scale;
+    int32_t zp;
+    float *y;
+};
+
+static void dequant_range(void *ctx, size_t b, size_t e)
+{
+    const struct dequant_job *j = ctx;
+    qp_qa_dequantize_row(j->q + b, j->dtype, e - b, j->scale, j->zp, j->y + b);
+}
+
 /* A float copy of quantized t (8-bit, per-tensor parameters):
  * ((float)q - (float)z) * s, as kernels/quantize-act.h dequantizes. */
 static enum qp_status dequantize(const struct qp_op_ctx *c,
@@ -119,8 +157,12 @@ static enum qp_status dequantize(const struct qp_op_ctx *c,
         qp_tensor_read_f32(t, 0, n, y);
         return QP_OK;
     }
-    qp_qa_dequantize_row(t->data, t->dtype, n, qp->scale[0],
-                         qp->zero_point ? qp->zero_point[0] : 0, y);
+    struct dequant_job j = {t->data, t->dtype, qp->scale[0],
+                            qp->zero_point ? qp->zero_point[0] : 0, y};
+    if (c)
+        qp_qint_parallel_for(c, n, 1 << 16, 64, dequant_range, &j);
+    else
+        dequant_range(&j, 0, n);
     return QP_OK;
 }
 
@@ -248,12 +290,17 @@ static enum qp_status codes(const struct qp_tensor *t, size_t rep, size_t tile,
     return QP_OK;
 }
 
-/* The table of node c: the float operator on every code (pair of codes),
- * quantized with the output's parameters. */
+/* The table of node c: an integer Add's (qp_qint_add_table), else the float
+ * operator on every code (pair of codes), quantized with the output's
+ * parameters. */
 static enum qp_status lut_build(struct qp_qplan *p, const struct qp_op_ctx *c,
                                 struct qp_error *err)
 {
     const struct qp_node *n = c->n;
+    bool done;
+    enum qp_status ist = qp_qint_add_table(p, c, &done, err);
+    if (ist || done)
+        return ist;
     const struct qp_tensor *in[QP_OP_MAX_IO];
     struct qp_tensor *tmp[QP_OP_MAX_IO] = {0}, *out[QP_OP_MAX_IO] = {0};
     int quant[2], nq = 0;
@@ -310,8 +357,8 @@ static void lut_flat(void *ctx, size_t begin, size_t end)
         qp_lut8_apply(j->t, j->x0 + begin, end - begin, j->y + begin);
         return;
     }
-    for (size_t i = begin; i < end; i++)
-        j->y[i] = j->t[(size_t)j->x0[i] << 8 | j->x1[i]];
+    qp_lut16_apply(j->t, j->x0 + begin, j->x1 + begin, end - begin,
+                   j->y + begin);
 }
 
 /* Rows [begin, end) of the broadcast (innermost strides 0 or 1). */
@@ -335,8 +382,7 @@ static void lut_rows(void *ctx, size_t begin, size_t end)
         const uint8_t *c = j->x1 + off[1];
         size_t sc = (size_t)j->b.stride[1][nd - 1];
         if (sa && sc) {
-            for (size_t i = 0; i < inner; i++)
-                o[i] = j->t[(size_t)a[i] << 8 | c[i]];
+            qp_lut16_apply(j->t, a, c, inner, o);
         } else if (sc) { /* a fixed: row a of the pair table */
             qp_lut8_apply(j->t + ((size_t)*a << 8), c, inner, o);
         } else if (sa && inner >= 256) { /* c fixed: column c */
@@ -380,10 +426,10 @@ static enum qp_status run_lut(struct qp_qplan *p, const struct qp_op_ctx *c,
     bool flat = qp_tensor_numel(qin[0]) == j.b.total &&
                 (nq == 1 || qp_tensor_numel(qin[1]) == j.b.total);
     if (flat) /* no broadcast: one run of elements, split among threads */
-        qp_op_parallel_for(c, j.b.total, 1 << 16, lut_flat, &j);
+        qp_qint_parallel_for(c, j.b.total, 1 << 16, 64, lut_flat, &j);
     else
-        qp_op_parallel_for(c, rows, rows * j.b.inner < (1 << 17) ? rows : 1,
-                           lut_rows, &j);
+        qp_qint_parallel_for(c, rows, rows * j.b.inner < (1 << 17) ? rows : 1,
+                             1, lut_rows, &j);
     return QP_OK;
 }
 
@@ -547,6 +593,10 @@ static enum qp_status run_add(struct qp_qplan *p, const struct qp_op_ctx *c,
                               struct qp_tensor **out, struct qp_error *err)
 {
     const struct qp_node *n = c->n;
+    /* a table of every pair of codes, of the integer add when the flavor
+     * has one (lut_build), else of the float add */
+    if (p->n[c->node].lut_ok)
+        return run_lut(p, c, out, err);
     const struct qp_qval *v1 = &p->v[n->in[0]], *v2 = &p->v[n->in[1]];
     const struct qp_qval *vo = &p->v[n->out[0]];
     struct qp_tdesc od;
@@ -561,8 +611,7 @@ static enum qp_status run_add(struct qp_qplan *p, const struct qp_op_ctx *c,
         return st;
     qp_tensor_free(out[0]); /* a float flavor: the add in float */
     out[0] = NULL;
-    return p->n[c->node].lut_ok ? run_lut(p, c, out, err)
-                                : run_float(p, c, out, err);
+    return run_float(p, c, out, err);
 }
 
 /* ---- dispatch ------------------------------------------------------------- */

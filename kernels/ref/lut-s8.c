@@ -8,3 +8,10 @@ void qp_lut8_apply_ref(const uint8_t table[256], const uint8_t *x, size_t n,
     for (size_t i = 0; i < n; i++)
         y[i] = table[x[i]];
 }
+
+void qp_lut16_apply_ref(const uint8_t *table, const uint8_t *a,
+                        const uint8_t *b, size_t n, uint8_t *y)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = table[(size_t)a[i] << 8 | b[i]];
+}

@@ -18,7 +18,11 @@
  *
  * The flavor is a constant inside each case of ROW_FN, so vec()'s switch
  * folds and every loop is one flavor's straight-line arithmetic. Tails
- * (n % LANES) run the reference, or masked lanes with V_TAIL. */
+ * (n % LANES) of rows of at least LANES run as one more vector over the
+ * last LANES elements (the overlap computed again, to the same bytes:
+ * each element is a function of its accumulator and channel alone) when
+ * out does not overlap acc; otherwise, and for shorter rows, masked lanes
+ * (V_TAIL, one channel) or the reference. */
 
 static inline __attribute__((always_inline)) VI
 vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per, VI x,
@@ -53,6 +57,16 @@ vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per, VI x,
     }
 }
 
+/* True when out[0, n) of dt does not overlap acc[0, n): a tail computed
+ * again then cannot read an accumulator the loop has overwritten. */
+static inline bool apart(const int32_t *acc, size_t n, const void *out,
+                         enum qp_dtype dt)
+{
+    uintptr_t a = (uintptr_t)acc, o = (uintptr_t)out;
+    uintptr_t es = dt == QP_DTYPE_I16 ? 2 : 1;
+    return o + n * es <= a || a + n * sizeof *acc <= o;
+}
+
 /* The vector loop over acc[0, n) with the output dtype a constant dt. */
 static inline __attribute__((always_inline)) size_t
 run_loop(enum qp_rq_flavor f, enum qp_dtype dt, const struct qp_rq *rq,
@@ -62,6 +76,11 @@ run_loop(enum qp_rq_flavor f, enum qp_dtype dt, const struct qp_rq *rq,
     size_t i = 0;
     for (; i + LANES <= n; i += LANES)
         store(dt, out, i, vec(f, rq, per ? c + i : kb, per, v_load(acc + i), p));
+    if (i < n && n >= LANES && apart(acc, n, out, dt)) {
+        size_t k = n - LANES; /* the last vector, overlapping the loop's */
+        store(dt, out, k, vec(f, rq, per ? c + k : kb, per, v_load(acc + k), p));
+        i = n;
+    }
 #if defined(V_TAIL)
     /* one channel's tail as masked lanes (no per-element array is read) */
     if (!per && i < n) {

@@ -602,3 +602,36 @@ QP_TEST(conv_nchw_direct_matches_reference)
     dq.extreme = 1;
     check_cprob(ctx, &r, &dq);
 }
+
+/* Splits by work (kernels' MIN_THREAD_MACS, chunks claimed by whichever
+ * thread is free): 1, 2 and 3 threads give the reference's bytes on
+ * shapes past the thresholds with partial chunks and tails: an NCHW 3x3
+ * conv of few output channels (det's head), NCHW depthwise planes, and
+ * NHWC depthwise rows (two output rows of many channels, the classifier's
+ * late blocks). */
+QP_TEST(conv_thread_splits_match_reference_on_any_thread_count)
+{
+    uint64_t r = 0x7ead5;
+    struct cprob cq = {.layout = QP_CONV_NCHW, .batch = 2, .h = 41, .w = 53,
+                       .ic = 16, .oc = 24, .groups = 1, .kh = 3, .kw = 3,
+                       .stride = 1, .dil = 1, .pt = 1, .pl = 1, .pb = 1,
+                       .pr = 1, .idt = QP_DTYPE_I8, .fdt = QP_DTYPE_I8,
+                       .izp = 0, .requant = 1, .per_channel = 1, .bias = 1};
+    struct cprob dq = cq;
+    dq.ic = dq.oc = dq.groups = 40;
+    dq.h = 29;
+    dq.w = 70;
+    struct cprob hq = dq; /* out_h 2: the NHWC kernel */
+    hq.ic = hq.oc = hq.groups = 232;
+    hq.h = 4;
+    hq.w = 97;
+    hq.pt = hq.pb = 0;
+    hq.idt = QP_DTYPE_U8;
+    hq.izp = 113;
+    for (int t = 1; t <= 3; t++) {
+        cq.threads = dq.threads = hq.threads = t;
+        check_cprob(ctx, &r, &cq);
+        check_cprob(ctx, &r, &dq);
+        check_cprob(ctx, &r, &hq);
+    }
+}

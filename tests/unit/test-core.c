@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -255,6 +256,63 @@ QP_TEST(parallel_split_covers_everything_once)
             s += c.part[t];
         CHECK_INT(s, 1003LL * 1002 / 2);
     }
+}
+
+/* qp_parallel_threads_for: one thread below twice the minimum, then one
+ * per minimum, capped. */
+QP_TEST(parallel_threads_follow_the_work)
+{
+    CHECK_INT(qp_parallel_threads_for(0, 100, 4), 1);
+    CHECK_INT(qp_parallel_threads_for(199, 100, 4), 1);
+    CHECK_INT(qp_parallel_threads_for(200, 100, 4), 2);
+    CHECK_INT(qp_parallel_threads_for(399, 100, 4), 3);
+    CHECK_INT(qp_parallel_threads_for(1e9, 100, 4), 4);
+    CHECK_INT(qp_parallel_threads_for(1e9, 100, 1), 1);
+    CHECK_INT(qp_parallel_threads_for(1e9, 0, 4), 1);
+    CHECK(qp_parallel_threads_for(1e9, 1, 0) == qp_parallel_threads());
+}
+
+struct chunk_ctx {
+    _Atomic int hits[1000];
+    _Atomic int bad;
+    int nt;
+};
+
+static void count_chunk(void *p, int t, size_t b, size_t e)
+{
+    struct chunk_ctx *c = p;
+    if (t < 0 || t >= c->nt || b >= e || e > 1000)
+        c->bad++;
+    for (size_t i = b; i < e && i < 1000; i++)
+        c->hits[i]++;
+}
+
+/* qp_parallel_chunks runs every item once, in chunks of the given length
+ * (the last shorter), each on a thread index below nthreads, over hot
+ * runs in a row and plain runs between them. */
+QP_TEST(parallel_chunks_cover_every_item_once)
+{
+    static struct chunk_ctx c;
+    static const size_t ns[] = {1, 7, 64, 999, 1000};
+    for (int rep = 0; rep < 50; rep++)
+        for (size_t k = 0; k < sizeof ns / sizeof *ns; k++)
+            for (int nt = 1; nt <= 3; nt++) {
+                memset(&c, 0, sizeof c);
+                c.nt = nt;
+                qp_parallel_chunks(count_chunk, &c, ns[k], 1 + (size_t)rep % 9,
+                                   nt);
+                int wrong = c.bad;
+                for (size_t i = 0; i < 1000; i++)
+                    wrong += c.hits[i] != (i < ns[k]);
+                if (wrong) {
+                    qp_test_failf(ctx, __FILE__, __LINE__, "n %zu, %d threads, "
+                                  "chunk %d: %d items wrong", ns[k], nt,
+                                  1 + rep % 9, wrong);
+                    return;
+                }
+                struct sum_ctx s = {NULL, 0, {0}};
+                qp_parallel_run(sum_part, &s, nt); /* a plain run between */
+            }
 }
 
 QP_TEST(packed_2_3_4_bit_roundtrip_and_layout)
