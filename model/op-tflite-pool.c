@@ -284,6 +284,12 @@ static enum qp_status prep_softmax(struct qp_tfl_node *s,
                   (double)(1 << 26);
     if (real > (double)INT32_MAX)
         real = (double)INT32_MAX;
+    /* QuantizeMultiplierGreaterThanOne checks that it is */
+    if (!(real > 1.0))
+        return qp_tfl_fail(err, m, op, QP_E_UNSUPPORTED, "beta %g times input "
+                           "scale %g is too small for TFLite's integer softmax "
+                           "(its multiplier must exceed 1)",
+                           (double)s->opt.beta, (double)s->qin[0].scale);
     qp_rq_quantize_multiplier(QP_RQ_TFLITE_DOUBLE, real, &k->mult,
                               &k->left_shift);
     /* CalculateInputRadius(5, left_shift) */
