@@ -161,14 +161,12 @@ static bool workers_done(unsigned long unused)
 
 /* ---- holds (qp_parallel_hold): spinning instead of sleeping ----
  *
- * What spinners read without the lock: copies of pool.gen and
- * pool.running (written under the lock next to them), and the CPU each
+ * What spinners read without the lock: pool.gen and pool.running (atomic,
+ * written under the lock), and the CPU each
  * thread of the run is on, plus one (0: none). A spinner that shares its
  * core with a thread of the run that has work to do yields the core to it:
  * the scheduler may have put both on one core. */
 static _Atomic int holds;
-static _Atomic unsigned long published_gen;
-static _Atomic int published_running;
 static _Atomic int caller_cpu;             /* the current run's caller */
 static _Atomic int share_cpu[MAX_WORKERS]; /* worker w, while in a share */
 
@@ -187,10 +185,7 @@ struct spin {
 
 static bool spin_done(const struct spin *s)
 {
-    if (s->id >= 0)
-        return atomic_load_explicit(&published_gen, memory_order_acquire) !=
-               s->seen;
-    return atomic_load_explicit(&published_running, memory_order_acquire) == 0;
+    return s->id >= 0 ? new_run(s->seen) : workers_done(0);
 }
 
 /* True when a thread of the run with work to do is on the spinner's CPU
@@ -278,17 +273,13 @@ static void *worker_main(void *arg)
             void *ctx = pool.ctx;
             int n = pool.nthreads;
             pool.running++;
-            atomic_store_explicit(&published_running, pool.running,
-                                  memory_order_relaxed);
             atomic_store_explicit(&share_cpu[id], this_cpu(),
                                   memory_order_relaxed);
             pthread_mutex_unlock(&pool.lock);
             fn(ctx, t, n);
             pthread_mutex_lock(&pool.lock);
             atomic_store_explicit(&share_cpu[id], 0, memory_order_relaxed);
-            atomic_store_explicit(&published_running, --pool.running,
-                                  memory_order_release);
-            if (pool.running == 0)
+            if (--pool.running == 0)
                 pthread_cond_signal(&pool.done);
         }
     }
@@ -364,8 +355,6 @@ static void run(void (*fn)(void *ctx, int t, int nthreads), void *ctx,
     pool.gen++;
     if (atomic_load_explicit(&holds, memory_order_relaxed))
         atomic_store_explicit(&caller_cpu, this_cpu(), memory_order_relaxed);
-    atomic_store_explicit(&published_running, 0, memory_order_relaxed);
-    atomic_store_explicit(&published_gen, pool.gen, memory_order_release);
     pthread_cond_broadcast(&pool.start);
     pthread_mutex_unlock(&pool.lock);
     fn(ctx, 0, nthreads);
