@@ -40,27 +40,32 @@ static double filter_expansion(H5Z_filter_t id)
     }
 }
 
+/* A dataset's extent as dataset_shape reads it once. */
+struct extent {
+    int rank;
+    hsize_t dims[H5S_MAX_RANK];
+    size_t esize; /* bytes an element takes in the file (not 0) */
+};
+
 /* libhdf5 keeps a record of some hundred bytes for every chunk a read
  * touches, written or not, so a small file declaring millions of tiny
  * chunks costs gigabytes before a byte is read. A written chunk costs the
  * file at least an 8-byte address in its chunk index, and unwritten ones
  * are read as the fill value, of which check_storage allows 1 MiB: more
  * chunks than the file's size / 8, plus those 1 MiB hold, are refused. */
-static enum qp_status check_chunks(const struct qp_h5_reader *r, hid_t ds,
-                                   int crank, const hsize_t *cdims,
-                                   const char *what, struct qp_error *err)
+static enum qp_status check_chunks(const struct qp_h5_reader *r,
+                                   const struct extent *x, int crank,
+                                   const hsize_t *cdims, const char *what,
+                                   struct qp_error *err)
 {
-    hid_t sp = crank > 0 ? H5Dget_space(ds) : H5I_INVALID_HID;
-    hid_t ft = crank > 0 ? H5Dget_type(ds) : H5I_INVALID_HID;
-    hsize_t dims[H5S_MAX_RANK];
-    int rank = sp < 0 ? -1 : H5Sget_simple_extent_dims(sp, dims, NULL);
-    size_t esize = ft < 0 ? 0 : H5Tget_size(ft);
-    qp_h5_close(2, (hid_t[]){sp, ft});
     if (crank <= 0)
         return QP_OK;
-    if (rank != crank || !esize)
-        return qp_h5_fail(err, QP_E_FORMAT, what);
-    double chunks = 1, cbytes = (double)esize;
+    if (x->rank != crank)
+        return qp_fail(err, QP_E_FORMAT, "%s: its chunks have %d dimensions, "
+                       "its data %d", what, crank, x->rank);
+    int rank = x->rank;
+    const hsize_t *dims = x->dims;
+    double chunks = 1, cbytes = (double)x->esize;
     for (int k = 0; k < rank; k++) {
         if (!cdims[k])
             return qp_fail(err, QP_E_FORMAT, "%s: a chunk dimension is 0", what);
@@ -83,8 +88,8 @@ static enum qp_status check_chunks(const struct qp_h5_reader *r, hid_t ds,
  * declaring 8 GiB in unwritten or "compressed" chunks is refused before
  * anything is allocated. */
 static enum qp_status check_storage(const struct qp_h5_reader *r, hid_t ds,
-                                    size_t nbytes, const char *what,
-                                    struct qp_error *err)
+                                    const struct extent *x, size_t nbytes,
+                                    const char *what, struct qp_error *err)
 {
     hid_t dcpl = H5Dget_create_plist(ds);
     if (dcpl < 0)
@@ -116,7 +121,7 @@ static enum qp_status check_storage(const struct qp_h5_reader *r, hid_t ds,
         stored = r->size;
     double can = stored ? (double)stored * ratio : 0;
     if ((double)nbytes <= can + (1 << 20))
-        return check_chunks(r, ds, crank, cdims, what, err);
+        return check_chunks(r, x, crank, cdims, what, err);
     char how[64] = "";
     if (nf > 0 && isfinite(ratio))
         snprintf(how, sizeof how, ", which its filters expand %.0f:1 at most",
@@ -133,24 +138,27 @@ static enum qp_status dataset_shape(const struct qp_h5_reader *r, hid_t ds,
 {
     hid_t sp = ds < 0 ? H5I_INVALID_HID : H5Dget_space(ds);
     *ndim = sp < 0 ? -1 : H5Sget_simple_extent_ndims(sp);
-    hsize_t dims[H5S_MAX_RANK];
+    struct extent x = {*ndim, {0}, 0};
     enum qp_status st = *ndim < 0 || *ndim > QP_MAX_DIMS ||
-                                H5Sget_simple_extent_dims(sp, dims, NULL) < 0
+                                H5Sget_simple_extent_dims(sp, x.dims, NULL) < 0
                             ? qp_h5_fail(err, QP_E_FORMAT, what)
                             : QP_OK;
     qp_h5_close(1, &sp);
     for (int k = 0; !st && k < *ndim; k++)
-        shape[k] = (int64_t)dims[k];
+        shape[k] = (int64_t)x.dims[k];
     size_t numel = 0, fbytes;
     hid_t ft = st ? H5I_INVALID_HID : H5Dget_type(ds);
+    x.esize = ft < 0 ? 0 : H5Tget_size(ft);
+    qp_h5_close(1, &ft);
     if (!st && (st = qp_shape_check(what, QP_DTYPE_U8, *ndim, shape, &numel, err)))
         ; /* the element count overflows */
-    else if (!st && (ft < 0 || qp_size_mul(numel, H5Tget_size(ft), &fbytes)))
+    else if (!st && !x.esize)
+        st = qp_h5_fail(err, QP_E_FORMAT, what);
+    else if (!st && qp_size_mul(numel, x.esize, &fbytes))
         st = qp_fail(err, QP_E_FORMAT, "%s: the data's byte size overflows",
                      what);
     else if (!st)
-        st = check_storage(r, ds, fbytes, what, err);
-    qp_h5_close(1, &ft);
+        st = check_storage(r, ds, &x, fbytes, what, err);
     return st;
 }
 
