@@ -22,7 +22,8 @@
 /* True when dw can and should run this way: a SIMD variant, an rq, an
  * input zero point that is a value of the input dtype, stride 1 along
  * rows, and planes where this is the faster way (measured on PP-OCR's
- * shapes): with the variant's row kernel, rows of 64 pixels and 3 rows;
+ * shapes): with the variant's row kernel, rows of 64 pixels and 3 rows
+ * (any number of rows with the AVX-512 VNNI rows);
  * with its pixel kernel only, 8 rows and either fewer than 64 channels or
  * 2048 pixels. */
 bool qp_dw_s8_nchw_fits(const struct qp_dw_s8 *dw);

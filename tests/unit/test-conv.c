@@ -601,14 +601,18 @@ QP_TEST(conv_nchw_direct_matches_reference)
     dq.izp = 201;
     dq.extreme = 1;
     check_cprob(ctx, &r, &dq);
+    /* 9x9 (three groups a row): the rows without constant loops */
+    dq.kh = dq.kw = 9;
+    dq.pt = dq.pl = dq.pb = dq.pr = 4;
+    check_cprob(ctx, &r, &dq);
 }
 
 /* Splits by work (kernels' MIN_THREAD_MACS, chunks claimed by whichever
  * thread is free): 1, 2 and 3 threads give the reference's bytes on
  * shapes past the thresholds with partial chunks and tails: an NCHW 3x3
  * conv of few output channels (det's head), NCHW depthwise planes, and
- * NHWC depthwise rows (two output rows of many channels, the classifier's
- * late blocks). */
+ * two output rows of many channels (the classifier's late blocks): NHWC
+ * depthwise rows, and planes of two rows. */
 QP_TEST(conv_thread_splits_match_reference_on_any_thread_count)
 {
     uint64_t r = 0x7ead5;
@@ -621,17 +625,20 @@ QP_TEST(conv_thread_splits_match_reference_on_any_thread_count)
     dq.ic = dq.oc = dq.groups = 40;
     dq.h = 29;
     dq.w = 70;
-    struct cprob hq = dq; /* out_h 2: the NHWC kernel */
+    struct cprob hq = dq; /* out_h 2, rows of 61: the NHWC kernel */
     hq.ic = hq.oc = hq.groups = 232;
     hq.h = 4;
-    hq.w = 97;
+    hq.w = 61;
     hq.pt = hq.pb = 0;
     hq.idt = QP_DTYPE_U8;
     hq.izp = 113;
+    struct cprob wq = hq; /* rows of 97: planes where AVX-512 VNNI is */
+    wq.w = 97;
     for (int t = 1; t <= 3; t++) {
-        cq.threads = dq.threads = hq.threads = t;
+        cq.threads = dq.threads = hq.threads = wq.threads = t;
         check_cprob(ctx, &r, &cq);
         check_cprob(ctx, &r, &dq);
         check_cprob(ctx, &r, &hq);
+        check_cprob(ctx, &r, &wq);
     }
 }
