@@ -26,8 +26,8 @@ static enum qp_status pack(const char *what, const int32_t *v, size_t n,
 
 /* The most a filter can expand the bytes it stores: deflate 1032:1 (its
  * format's limit), n-bit packing 64:1 (one bit of a 64-bit value);
- * scale-offset (which stores a constant in no bits) and any filter qprobe
- * does not know have no bound. */
+ * scale-offset (which stores a constant in no bits) and any other filter
+ * libhdf5 has (a plugin) have no bound. */
 static double filter_expansion(H5Z_filter_t id)
 {
     switch (id) {
@@ -104,8 +104,11 @@ static enum qp_status check_storage(const struct qp_h5_reader *r, hid_t ds,
         unsigned flags, cd[8], conf;
         size_t ncd = 8;
         char fname[64];
-        ratio *= filter_expansion(H5Pget_filter2(dcpl, (unsigned)k, &flags, &ncd,
-                                                 cd, sizeof fname, fname, &conf));
+        H5Z_filter_t id = H5Pget_filter2(dcpl, (unsigned)k, &flags, &ncd, cd,
+                                         sizeof fname, fname, &conf);
+        /* a filter this libhdf5 does not have never runs: an optional one
+         * is skipped, a required one fails the read */
+        ratio *= id >= 0 && H5Zfilter_avail(id) <= 0 ? 1 : filter_expansion(id);
     }
     H5Pclose(dcpl);
     if (layout < 0 || external < 0 || nf < 0 || crank < 0)

@@ -66,6 +66,35 @@ QP_TEST(hdf5_declared_size_beyond_the_file_is_refused_at_once)
     free(path);
 }
 
+QP_TEST(hdf5_a_filter_libhdf5_lacks_expands_nothing)
+{
+    /* the campaign's 2-second input: a 12.9 KB file whose 256 MiB dataset
+     * passed the size check behind a filter id no libhdf5 has (33, named
+     * "fletcher32"), taken for one of unbounded expansion; libhdf5 skips
+     * an optional filter it lacks, so it expands nothing */
+    struct qp_error err;
+    char *path = qp_test_path(ctx, "optional.h5");
+    hsize_t dims[1] = {(hsize_t)1 << 24}, chunk[1] = {1 << 14};
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE), sp = H5Screate_simple(1, dims, NULL);
+    REQUIRE(H5Pset_chunk(dcpl, 1, chunk) >= 0);
+    REQUIRE(H5Zfilter_avail(33) == 0);
+    REQUIRE(H5Pset_filter(dcpl, 33, H5Z_FLAG_OPTIONAL, 0, NULL) >= 0);
+    hid_t ds = H5Dcreate2(f, "d", H5T_IEEE_F32LE, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    REQUIRE(ds >= 0);
+    qp_h5_close(3, (hid_t[]){ds, sp, dcpl});
+    REQUIRE(H5Fclose(f) >= 0);
+    struct qp_dump *d;
+    REQUIRE_OK(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), &err);
+    struct qp_tensor *t = NULL;
+    CHECK_FAILS(qp_dump_load(d, 0, &t, &err), QP_E_FORMAT, &err,
+                "optional.h5': dataset 'd': declares 67108864 bytes, but the "
+                "file stores 0 bytes of it, which its filters expand 1:1 at most");
+    CHECK(t == NULL);
+    qp_dump_close(d);
+    free(path);
+}
+
 QP_TEST(hdf5_millions_of_tiny_chunks_are_refused_before_reading)
 {
     /* the fuzzing campaign's OOM: a 12.9 KB file declaring 100 MB of u16 in
