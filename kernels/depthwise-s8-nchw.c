@@ -2,6 +2,7 @@
  * (kernels/depthwise-s8-nchw.h). */
 #include "kernels/depthwise-s8-nchw.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/parallel.h"
@@ -149,6 +150,31 @@ static bool pack_taps(const struct qp_dw_s8 *dw, size_t oc, int32_t *wq,
     return true;
 }
 
+bool qp_dw_s8_nchw_prepare(struct qp_dw_s8 *dw)
+{
+    const struct qp_conv_geom *g = &dw->p.geom;
+    if (!dw->p.rq || !rows4_ok(dw))
+        return true;
+    size_t nq = g->kernel_h * ((g->kernel_w + 3) / 4), taps = g->kernel_h * g->kernel_w;
+    dw->rows4_w = malloc(dw->out_c * nq * sizeof *dw->rows4_w + 1);
+    dw->rows4_init = malloc(dw->out_c * sizeof *dw->rows4_init + 1);
+    dw->rows4_ok = malloc(dw->out_c + 1);
+    if (!dw->rows4_w || !dw->rows4_init || !dw->rows4_ok)
+        return false;
+    bool sgn = dw->p.in_dtype == QP_DTYPE_I8;
+    for (size_t oc = 0; oc < dw->out_c; oc++) {
+        /* sum (x - zp) w = sum x w - zp sum w; int8 input enters as
+         * int8 + 128: 128 * sum w less */
+        uint32_t start = (uint32_t)dw->bias[oc], wsum;
+        for (size_t t = 0; t < taps; t++)
+            start -= (uint32_t)dw->p.input_zero_point *
+                     (uint32_t)dw->w[t * dw->out_c + oc];
+        dw->rows4_ok[oc] = pack_taps(dw, oc, dw->rows4_w + oc * nq, &wsum);
+        dw->rows4_init[oc] = (int32_t)(start - (sgn ? 128u * wsum : 0));
+    }
+    return true;
+}
+
 /* Output plane oc of one image from its padded input plane. */
 static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
                       size_t oc, const uint8_t *pp, char *y, char *s, bool r4)
@@ -161,6 +187,19 @@ static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
     int32_t *acc = (int32_t *)(void *)(s + l->acc);
     const uint8_t **xp = (const uint8_t **)(void *)(s + l->xp);
     const int32_t **wp = (const int32_t **)(void *)(s + l->wp);
+    bool sgn = dw->p.in_dtype == QP_DTYPE_I8;
+    if (r4 && dw->rows4_ok[oc]) { /* taps packed by qp_dw_s8_nchw_prepare */
+        size_t nq = g->kernel_h * ((g->kernel_w + 3) / 4);
+        for (size_t oy = 0; oy < dw->out_h; oy++) {
+            for (size_t ky = 0; ky < g->kernel_h; ky++)
+                xp[ky] = pp + (oy * g->stride_h + ky * g->dilation_h) * l->pw;
+            qp_dw_s8_rows4(ow, g->kernel_h, g->kernel_w, xp, l->pw,
+                           dw->rows4_w + oc * nq, sgn, dw->rows4_init[oc],
+                           acc + oy * ow);
+        }
+        qp_rq_apply_plane(dw->p.rq, oc, acc, dw->out_h * ow, y);
+        return;
+    }
     /* the row kernel takes the taps' weights and folds the zero point
      * into its start, sum (x - zp) w = sum x w - zp sum w; the pixel
      * kernel wants them repeated along the row */
@@ -179,23 +218,6 @@ static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
     }
     for (size_t j = 0; !by_row && j < ow; j++)
         init[j] = dw->bias[oc];
-    bool sgn = dw->p.in_dtype == QP_DTYPE_I8;
-    uint32_t wsum;
-    if (r4 && pack_taps(dw, oc, wrep, &wsum)) {
-        /* int8 input enters as int8 + 128: 128 * sum w less */
-        uint32_t st = start - (sgn ? 128u * wsum : 0);
-        for (size_t oy = 0; oy < dw->out_h; oy++) {
-            for (size_t ky = 0; ky < g->kernel_h; ky++)
-                xp[ky] = pp + (oy * g->stride_h + ky * g->dilation_h) * l->pw;
-            qp_dw_s8_rows4(ow, g->kernel_h, g->kernel_w, xp, l->pw, wrep, sgn,
-                           (int32_t)st, acc + oy * ow);
-        }
-        qp_rq_apply_plane(dw->p.rq, oc, acc, dw->out_h * ow, y);
-        return;
-    }
-    if (r4) /* weights beyond int8: the row kernel's taps */
-        for (size_t t = 0; t < taps; t++)
-            wrep[t] = dw->w[t * dw->out_c + oc];
     for (size_t oy = 0; oy < dw->out_h; oy++) {
         for (size_t ky = 0; ky < g->kernel_h; ky++) {
             const uint8_t *r = pp + (oy * g->stride_h + ky * g->dilation_h) * l->pw;
@@ -254,7 +276,8 @@ static void run_chunk(void *arg, int t, size_t p0, size_t p1)
 void qp_dw_s8_nchw_run(const struct qp_dw_s8 *dw, const uint8_t *input,
                        size_t batch, char *output, char *scratch)
 {
-    struct run_ctx x = {dw, input, output, scratch, batch, rows4_ok(dw)};
+    struct run_ctx x = {dw, input, output, scratch, batch,
+                        rows4_ok(dw) && dw->rows4_ok};
     if (dw->out_h * dw->out_w == 0)
         return;
     /* chunks of planes that start on a new input plane where they can (a

@@ -28,6 +28,10 @@
  * 2048 pixels. */
 bool qp_dw_s8_nchw_fits(const struct qp_dw_s8 *dw);
 
+/* Packs dw's taps for the VNNI rows when they can run it (called by
+ * qp_dw_s8_prepare, after dw->w); false when out of memory. */
+bool qp_dw_s8_nchw_prepare(struct qp_dw_s8 *dw);
+
 /* Scratch bytes (64-byte aligned by the caller) and threads for batch
  * images. */
 size_t qp_dw_s8_nchw_scratch(const struct qp_dw_s8 *dw, size_t batch);

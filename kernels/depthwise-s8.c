@@ -13,6 +13,7 @@
 
 #include "core/parallel.h"
 #include "core/size.h"
+#include "kernels/depthwise-s8-nchw.h"
 #include "kernels/depthwise-s8-ukernel.h"
 #include "kernels/kern-util.h"
 
@@ -29,6 +30,9 @@ void qp_dw_s8_release(struct qp_dw_s8 *dw)
     free(dw->bias);
     free(dw->filter_zp);
     free(dw->w);
+    free(dw->rows4_w);
+    free(dw->rows4_init);
+    free(dw->rows4_ok);
     memset(dw, 0, sizeof *dw);
 }
 
@@ -92,6 +96,10 @@ enum qp_status qp_dw_s8_prepare(struct qp_dw_s8 *dw,
             dw->w[i] = (int32_t)((uint32_t)qp_kern_load8(p->filter_dtype,
                                                          filter, i) -
                                  (uint32_t)dw->filter_zp[i % oc_n]);
+    if (dw->uk && !qp_dw_s8_nchw_prepare(dw)) {
+        qp_dw_s8_release(dw);
+        return qp_fail(err, QP_E_NOMEM, "depthwise: out of memory");
+    }
     return QP_OK;
 }
 

@@ -41,6 +41,12 @@ struct qp_dw_s8 {
     uint8_t *filter;                  /* copy [KH*KW][OC] */
     int32_t *bias, *filter_zp;        /* [OC] */
     int32_t *w;                       /* [KH*KW][OC]: f - f_zp */
+    /* NCHW planes on the VNNI rows (kernels/depthwise-s8-nchw.c), NULL
+     * where they cannot run: per channel its taps packed for
+     * qp_dw_s8_rows4 ([OC][KH * ceil(KW/4)]), the rows' start (bias and
+     * the zero points folded in) and whether its taps fit int8 */
+    int32_t *rows4_w, *rows4_init;
+    uint8_t *rows4_ok;
 };
 
 /* Checks params and prepares the filter ([1,KH,KW,OC]); filter may be
