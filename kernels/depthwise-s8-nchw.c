@@ -126,6 +126,13 @@ static void pad_plane(const struct qp_dw_s8 *dw, const struct layout *l,
     memset(dst + (g->pad_top + g->in_h) * l->pw, zp, g->pad_bottom * l->pw);
 }
 
+/* The int32 words of a channel's taps packed for qp_dw_s8_rows4: four
+ * taps of a kernel row a word. */
+static size_t tap_words(const struct qp_conv_geom *g)
+{
+    return g->kernel_h * ((g->kernel_w + 3) / 4);
+}
+
 /* Channel oc's taps as int8 packed four to an int32 per kernel row
  * (qp_dw_s8_rows4) into wq, and their sum; false when a weight (its zero
  * point subtracted) is not an int8. */
@@ -155,7 +162,7 @@ bool qp_dw_s8_nchw_prepare(struct qp_dw_s8 *dw)
     const struct qp_conv_geom *g = &dw->p.geom;
     if (!dw->p.rq || !rows4_ok(dw))
         return true;
-    size_t nq = g->kernel_h * ((g->kernel_w + 3) / 4), taps = g->kernel_h * g->kernel_w;
+    size_t nq = tap_words(g), taps = g->kernel_h * g->kernel_w;
     dw->rows4_w = malloc(dw->out_c * nq * sizeof *dw->rows4_w + 1);
     dw->rows4_init = malloc(dw->out_c * sizeof *dw->rows4_init + 1);
     dw->rows4_ok = malloc(dw->out_c + 1);
@@ -189,7 +196,7 @@ static void run_plane(const struct qp_dw_s8 *dw, const struct layout *l,
     const int32_t **wp = (const int32_t **)(void *)(s + l->wp);
     bool sgn = dw->p.in_dtype == QP_DTYPE_I8;
     if (r4 && dw->rows4_ok[oc]) { /* taps packed by qp_dw_s8_nchw_prepare */
-        size_t nq = g->kernel_h * ((g->kernel_w + 3) / 4);
+        size_t nq = tap_words(g);
         for (size_t oy = 0; oy < dw->out_h; oy++) {
             for (size_t ky = 0; ky < g->kernel_h; ky++)
                 xp[ky] = pp + (oy * g->stride_h + ky * g->dilation_h) * l->pw;
