@@ -72,12 +72,13 @@ static enum qp_status check_weight(struct ctx *c, int i)
                        "opset 21's blocked DequantizeLinear would hold it, which "
                        "this export does not write yet (use w%uc)", wn, sch,
                        q->ws.f.bits);
-    if (q->ws.f.bits != 4 && q->ws.f.bits != 8 && q->ws.f.bits != 16)
-        return qp_fail(c->err, QP_E_UNSUPPORTED, "tensor '%s': %s has %u-bit "
-                       "weights; ONNX has 4-, 8- and 16-bit integer types only "
-                       "(use w%uc)", wn, sch, q->ws.f.bits,
-                       q->ws.f.bits < 8 ? 4u : 8u);
+    /* 5- to 7-bit weights lie in int8 (as ONNX Runtime's reduce_range
+     * weights: w7c is its [-64, 63]); 2 and 3 bits have no ONNX type */
     enum qp_dtype dt = q->w_q->dtype;
+    if (q->ws.f.bits < 4)
+        return qp_fail(c->err, QP_E_UNSUPPORTED, "tensor '%s': %s has %u-bit "
+                       "weights; ONNX's smallest integer type has 4 (use w4c)",
+                       wn, sch, q->ws.f.bits);
     if (qp_fmt_onnx_type_of(dt) == QP_ONNX_UNDEFINED || !q->w_q->qp)
         return qp_fail(c->err, QP_E_UNSUPPORTED, "tensor '%s': its quantized form "
                        "is %s", wn, qp_dtype_name(dt));
@@ -120,7 +121,7 @@ static enum qp_status check_plan(struct ctx *c, int *need)
             return st;
         if (q->w_q->qp->count > 1) /* and the bias with it */
             *need = *need > 13 ? *need : 13;
-        if (q->ws.f.bits != 8)
+        if (q->w_q->dtype != QP_DTYPE_I8 && q->w_q->dtype != QP_DTYPE_U8)
             *need = 21;
     }
     for (int v = 0; v < g->n_values; v++) {

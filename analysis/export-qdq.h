@@ -10,8 +10,10 @@
  * What the plan quantizes becomes, with quantize_static's names
  * (onnxruntime/python/tools/quantization: qdq_quantizer.py,
  * quant_utils.py's suffixes):
- *   weights   an integer initializer W_quantized (int8 / uint8 for 8
- *             bits, int4 / uint4 packed for 4, int16 / uint16 for 16)
+ *   weights   an integer initializer W_quantized (int8 / uint8 for 5 to
+ *             8 bits: w7c is ONNX Runtime's reduce_range [-64, 63], whose
+ *             uint8 x int8 sums cannot saturate on x86 without VNNI;
+ *             int4 / uint4 packed for 4, int16 / uint16 for 16)
  *             with W_scale and W_zero_point (per tensor, or per output
  *             channel with axis: Conv 0, MatMul 1, Gemm by transB,
  *             ConvTranspose 1) and a DequantizeLinear W_DequantizeLinear
@@ -50,8 +52,8 @@
  * reads the value at its own precision, which is exactly qprobe's fake
  * mode (the default there).
  *
- * Refused, naming the tensor: weight schemes ONNX has no type for (2, 3,
- * 5, 6, 7 bits; ggml block types), group-wise weights (opset 21's blocked
+ * Refused, naming the tensor: weight schemes ONNX has no type for (2 and 3
+ * bits; ggml block types), group-wise weights (opset 21's blocked
  * DequantizeLinear is not written), dynamic or narrow-range activations,
  * activations of other than 8 or 16 bits, models that carry their own
  * quantization, and nodes that have no form at the opset needed. */

@@ -46,3 +46,13 @@ no_tmp_left() {
     left=$(find "${1:-.}" -name '.*.tmp.*' | head -n 1)
     [ -z "$left" ] || fail "temporary file left behind: $left"
 }
+
+# The weight bits ONNX Runtime's fused uint8 kernels sum exactly on this
+# CPU: w7c on x86-64 without VNNI, where they add 8-bit weights' products
+# in pairs that saturate at int16; w8c elsewhere (tests/unit/ort-cpu.h).
+ort_u8_weights() {
+    case "$(uname -m)" in
+    x86_64) grep -qwE 'avx512_vnni|avx_vnni' /proc/cpuinfo && echo w8c || echo w7c ;;
+    *) echo w8c ;;
+    esac
+}

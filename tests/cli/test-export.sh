@@ -64,8 +64,8 @@ test_export_refuses_the_wrong_model_kind() {
     assert_exit 1 "$QPROBE" export "$CLS" --scheme w8c+a8tz --to onnx-qdq -o x.onnx
     assert_contains err "quantized activations need calibration inputs"
     # a scheme ONNX has no type for: named, and nothing written
-    assert_exit 1 "$QPROBE" export "$CLS" --scheme w6c --to onnx-qdq -o x.onnx
-    assert_contains err "w6c has 6-bit weights; ONNX has 4-, 8- and 16-bit integer types only"
+    assert_exit 1 "$QPROBE" export "$CLS" --scheme w3c --to onnx-qdq -o x.onnx
+    assert_contains err "w3c has 3-bit weights; ONNX's smallest integer type has 4 (use w4c)"
     rm -rf calib
     only_files out err in.npy
 }
@@ -91,7 +91,9 @@ test_export_onnx_qdq_of_ppocr_cls_runs_bit_exact_in_onnxruntime() {
     cls_setup
     QP_ORT_DIR=$(sh "$ROOT/scripts/ort-setup.sh") || fail "ort-setup.sh failed"
     export QP_ORT_DIR
-    assert_exit 0 "$QPROBE" export "$CLS" --scheme w8c+a8tz --calib calib --to onnx-qdq -o q.onnx
+    w=$(ort_u8_weights)
+    echo "weights $w (lib.sh's ort_u8_weights)"
+    assert_exit 0 "$QPROBE" export "$CLS" --scheme $w+a8tz --calib calib --to onnx-qdq -o q.onnx
     assert_contains out "calibrated on 3 inputs from calib"
     assert_contains out "q.onnx: QDQ ONNX at opset 13: 54 quantized weights, 53 int32 biases, 181 activation Q/DQ pairs, 0 converts"
     "$QPROBE" run q.onnx --input in.npy --mode int --requant ort --capture '*_QuantizeLinear_Output' --dump qi/ >/dev/null 2>&1
@@ -102,7 +104,7 @@ test_export_onnx_qdq_of_ppocr_cls_runs_bit_exact_in_onnxruntime() {
     assert_contains cmp.txt "compared 182 tensors, max rel_l2 0.000e+0"
     assert_contains cmp.txt ", 0 bad"
     # the same model with its weights in q2.onnx.data
-    assert_exit 0 "$QPROBE" export "$CLS" --scheme w8c+a8tz --calib calib --to onnx-qdq --external-data -o q2.onnx
+    assert_exit 0 "$QPROBE" export "$CLS" --scheme $w+a8tz --calib calib --to onnx-qdq --external-data -o q2.onnx
     assert_contains out "with external data in q2.onnx.data"
     [ -s q2.onnx.data ] || fail "no external data file"
     $REF run --model q2.onnx --input in.npy --names '' -o ort2 >/dev/null

@@ -77,14 +77,26 @@ test_gptq_run_rec_fake_int_and_recipe() {
     mixed=$(out_sqnr rec.h5)
     awk -v a="$mixed" -v b="$rtn" 'BEGIN { exit !(a > b + 2) }' ||
         fail "the recipe's $mixed dB is not 2 dB above RTN's $rtn dB"
-    # the int mode runs the same GPTQ integers through the int8 kernels
-    for m in fake int; do
-        "$QPROBE" run "$rec" --input held.npy --mode $m --scheme w8c@gptq+a8t \
-            --calib calib --dump "$m.h5" -q >/dev/null
-    done
-    "$QPROBE" diff fake.h5 int.h5 --csv fi.csv >/dev/null 2>&1
-    awk -F, '$2 == "softmax_11.tmp_0" { exit !($5 > 25) }' fi.csv ||
-        fail "int and fake differ: $(grep softmax_11 fi.csv)"
+    # the int mode runs the same GPTQ integers through the int8 kernels:
+    # fed the fake run's activations (--local), each of its tensors is
+    # within one step of the fake run's (RTN's integers in the int run:
+    # up to 71 steps off). Run end to end the two drift apart through the
+    # 400 layers, as one-step differences do, too much to tell the
+    # integers apart (softmax SQNR 23.6 dB on an AVX2 EPYC, and 27.5 dB
+    # for RTN's int run against GPTQ's fake one).
+    "$QPROBE" run "$rec" --input held.npy --mode fake --scheme w8c@gptq+a8t \
+        --calib calib --dump fake.h5 -q >/dev/null 2>&1
+    "$QPROBE" run "$rec" --input held.npy --mode int --scheme w8c@gptq+a8t \
+        --calib calib --local fake.h5 --dump int.h5 -q >/dev/null 2>&1
+    "$QPROBE" diff fake.h5 int.h5 --csv fi.csv >/dev/null 2>&1 || true
+    # (a NaN anywhere is "nonfinite", and fails: awk reads "nan" as 0)
+    res=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "max_lsb") c = i
+                                                      if ($i == "nonfinite") f = i }; next }
+        $f + 0 != 0 || $c ~ /[nN]/ { bad++ }
+        c && $c != "" { n++; if (!($c + 0 <= 1.0001)) bad++ } END { print n + 0, bad + 0 }' fi.csv)
+    n=${res% *}
+    [ "$n" -ge 390 ] || fail "only $n quantized tensors compared"
+    assert_eq "${res#* }" 0 "int tensors more than a step from fake, fed its inputs"
 }
 
 test_gptq_refusals_name_the_input() {

@@ -8,7 +8,8 @@
  * which it lies on), on the small model of export-test-util.h and on the
  * real PP-OCRv4 detector, recognizer and classifier with w8c+a8tz (uint8
  * activations: every group ONNX Runtime fuses into its integer
- * operators). Each test prints, per model: boundaries compared, bit-exact
+ * operators; w7c+a8tz on x86 without VNNI, where ONNX Runtime's uint8
+ * kernels saturate 8-bit weights: tests/unit/ort-cpu.h). Each test prints, per model: boundaries compared, bit-exact
  * count, the largest deviation from the fake mode in steps of the
  * boundary's scale, and the output's SQNR against the fake mode. */
 #include <math.h>
@@ -20,6 +21,7 @@
 #include "model/sink.h"
 #include "tests/test.h"
 #include "tests/unit/export-test-util.h"
+#include "tests/unit/ort-cpu.h"
 #include "tests/unit/ppocr-models.h"
 
 static const char SUFFIX[] = "_QuantizeLinear_Output";
@@ -287,10 +289,13 @@ QP_TEST(export_ort_small_model_bit_exact)
     struct qp_session *s;
     struct qp_recipe *r;
     struct qp_splan *plan;
-    REQUIRE(ex_plan(ctx, model, calib, "w8c+a8tz", NULL, &s, &r, &plan));
+    char scheme[32], tag[64];
+    snprintf(scheme, sizeof scheme, "%s+a8tz", ort_u8_weights());
+    snprintf(tag, sizeof tag, "small %s", scheme);
+    REQUIRE(ex_plan(ctx, model, calib, scheme, NULL, &s, &r, &plan));
     REQUIRE_OK(qp_export_qdq(s, qp_splan_qplan(plan), out, NULL, NULL, &err), &err);
     struct tally t;
-    check_export(ctx, s, plan, out, input, "small w8c+a8tz", &t);
+    check_export(ctx, s, plan, out, input, tag, &t);
     CHECK_INT(t.boundaries, 10);
     CHECK_INT(t.exact, t.boundaries);
     CHECK(t.max_lsb_fake <= 1);
@@ -326,6 +331,8 @@ QP_TEST(export_ort_ppocr_bit_exact)
     const char *tmp = qp_test_tmpdir(ctx);
     for (int k = 0; k < PPOCR_COUNT; k++) {
         char calib[1024], file[1100], input[1024], out[1024], tag[64];
+        char scheme[32];
+        snprintf(scheme, sizeof scheme, "%s+a8tz", ort_u8_weights());
         snprintf(calib, sizeof calib, "%s/calib-%s", tmp, tags[k]);
         snprintf(input, sizeof input, "%s/in-%s.npy", tmp, tags[k]);
         snprintf(out, sizeof out, "%s/%s-q.onnx", tmp, tags[k]);
@@ -339,10 +346,10 @@ QP_TEST(export_ort_ppocr_bit_exact)
         struct qp_session *s;
         struct qp_recipe *r;
         struct qp_splan *plan;
-        REQUIRE(ex_plan(ctx, paths[k], calib, "w8c+a8tz", NULL, &s, &r, &plan));
+        REQUIRE(ex_plan(ctx, paths[k], calib, scheme, NULL, &s, &r, &plan));
         struct qp_export_qdq_stats st;
         REQUIRE_OK(qp_export_qdq(s, qp_splan_qplan(plan), out, NULL, &st, &err), &err);
-        snprintf(tag, sizeof tag, "PP-OCRv4 %s w8c+a8tz", tags[k]);
+        snprintf(tag, sizeof tag, "PP-OCRv4 %s %s", tags[k], scheme);
         struct tally t;
         check_export(ctx, s, plan, out, input, tag, &t);
         CHECK(t.boundaries >= 150);
@@ -368,8 +375,9 @@ QP_TEST(export_ort_ppocr_bit_exact)
  *   float convolutions sum in another order than qprobe's, which moves a
  *   value across a rounding boundary now and then, so bit-exactness is not
  *   asserted;
- *   a mixed recipe (16-bit layers and converts): within a few 16-bit steps
- *   (and the 8-bit copies a convert makes, which the fake mode does not);
+ *   a mixed recipe (16-bit layers and converts; the 8-bit layers' weights
+ *   from tests/unit/ort-cpu.h): within a few 16-bit steps (and the 8-bit
+ *   copies a convert makes, which the fake mode does not);
  *   int8 activations (w8c+a8t): ONNX Runtime 1.20 fuses DQ -> Softmax -> Q
  *   into its int8 QLinearSoftmax even on x86, which wraps probabilities
  *   above 127 steps (0.888 at a step of 0.00699 comes out as -127): neither
@@ -397,7 +405,7 @@ QP_TEST(export_ort_ppocr_rec_unfused_types)
         {"rec w8c+a8t", "w8c+a8t", NULL, -1},
         {"rec w4c+a8tz", "w4c+a8tz", NULL, 1},
         {"rec mixed a16tz", NULL,
-         "{\"qprobe_recipe\": 1, \"default\": \"w8c+a8tz\", \"layers\": "
+         "{\"qprobe_recipe\": 1, \"default\": \"%s+a8tz\", \"layers\": "
          "{\"conv2d_186.w_0\": \"w8c+a16tz\", \"softmax_*\": \"a16tz\"}}", 4},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -407,8 +415,11 @@ QP_TEST(export_ort_ppocr_rec_unfused_types)
         struct qp_splan *plan;
         char out[1024];
         snprintf(out, sizeof out, "%s/e%zu.onnx", tmp, k);
+        char recipe[512];
+        if (cases[k].recipe) /* its default's weights: tests/unit/ort-cpu.h */
+            snprintf(recipe, sizeof recipe, cases[k].recipe, ort_u8_weights());
         REQUIRE(ex_plan(ctx, paths[PPOCR_REC], calib, cases[k].scheme,
-                        cases[k].recipe, &s, &r, &plan));
+                        cases[k].recipe ? recipe : NULL, &s, &r, &plan));
         struct qp_export_qdq_stats st;
         struct qp_export_qdq_opts o = {.convert = true};
         REQUIRE_OK(qp_export_qdq(s, qp_splan_qplan(plan), out, &o, &st, &err), &err);

@@ -225,7 +225,7 @@ QP_TEST(export_qdq_fp32_run_is_the_fake_mode)
     char out[1024];
     static const char *const schemes[] = {"w8c+a8tz", "w8c+a8t", "w8t+a8tz",
                                           "w8cz+a8tz", "w4c+a8tz", "w8c+a16tz",
-                                          "w8c"};
+                                          "w8c", "w7c+a8tz", "w5c+a8tz"};
     for (size_t k = 0; k < sizeof schemes / sizeof schemes[0]; k++) {
         snprintf(out, sizeof out, "%s/e%zu.onnx", qp_test_tmpdir(ctx), k);
         check_fake_equal(ctx, &f, schemes[k], NULL, true, out, &st);
@@ -244,6 +244,23 @@ QP_TEST(export_qdq_fp32_run_is_the_fake_mode)
     CHECK_INT(w->dtype, QP_DTYPE_I4);
     CHECK_INT(w->nbytes, 6 * 4 * 9 / 2);
     CHECK_INT(z->dtype, QP_DTYPE_I4);
+    qp_onnx_model_free(m);
+    /* 7-bit weights are INT8 initializers on [-64, 63] (ONNX Runtime's
+     * reduce_range), each channel's largest at 63 steps */
+    snprintf(out, sizeof out, "%s/e7.onnx", qp_test_tmpdir(ctx));
+    REQUIRE_OK(qp_onnx_load(out, &m, &err), &err);
+    w = qp_onnx_graph_initializer(m->graph, "conv1.w_quantized");
+    REQUIRE(w);
+    CHECK_INT(w->dtype, QP_DTYPE_I8);
+    CHECK_INT(w->nbytes, 6 * 4 * 9);
+    int lo = 0, hi = 0;
+    for (size_t i = 0; w->dtype == QP_DTYPE_I8 && i < w->nbytes; i++) {
+        int v = ((const int8_t *)w->data)[i];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    CHECK(lo >= -64);
+    CHECK_INT(lo < -hi ? -lo : hi, 63);
     qp_onnx_model_free(m);
 }
 
@@ -321,7 +338,8 @@ QP_TEST(export_qdq_refuses_what_onnx_cannot_hold)
 {
     struct fixture f;
     REQUIRE(setup(ctx, &f, 11));
-    refused(ctx, &f, "w6c+a8tz", NULL, "tensor 'conv1.w': w6c has 6-bit weights");
+    refused(ctx, &f, "w3c+a8tz", NULL, "tensor 'conv1.w': w3c has 3-bit weights; "
+            "ONNX's smallest integer type has 4");
     refused(ctx, &f, "w4g16+a8tz", NULL, "tensor 'conv1.w': w4g16 is group-wise");
     refused(ctx, &f, "w8c+a8d", NULL, "activation 'x': a8d is dynamic");
     refused(ctx, &f, "w8c+a4tz", NULL, "activation 'x': a4tz has 4 bits");
