@@ -259,6 +259,22 @@ static enum qp_status const_dq(struct ctx *c, struct qp_tensor *q,
     return st;
 }
 
+/* Node i's int8 weights read uint8 activations and hold a value beyond
+ * +-64: two such products ONNX Runtime's x86 kernels without VNNI may add
+ * into a saturated int16 (see qp_export_qdq_stats.u8s8_wide). */
+static bool u8s8_wide(const struct ctx *c, int i)
+{
+    const struct qp_tensor *w = c->p->n[i].w_q;
+    const struct qp_qval *x = &c->p->v[c->g->nodes[i].in[0]];
+    if (w->dtype != QP_DTYPE_I8 || !x->quant || x->dtype != QP_DTYPE_U8)
+        return false;
+    const int8_t *v = w->data;
+    for (size_t k = 0; k < w->nbytes; k++)
+        if (v[k] > 64 || v[k] < -64)
+            return true;
+    return false;
+}
+
 /* Weight DQ of node i: W_quantized, W_scale, W_zero_point (per axis). */
 static enum qp_status weight_dq(struct ctx *c, int i)
 {
@@ -283,6 +299,7 @@ static enum qp_status weight_dq(struct ctx *c, int i)
         st = const_dq(c, t, &names, qp->count, qp->scale, q->w_q->dtype,
                       qp->zero_point, qp->axis, &c->wdq[i]);
     c->st.weights += !st;
+    c->st.u8s8_wide += !st && u8s8_wide(c, i);
     return st;
 }
 

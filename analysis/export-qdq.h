@@ -79,6 +79,12 @@ struct qp_export_qdq_stats {
     size_t activations;    /* activation QuantizeLinear -> DequantizeLinear pairs */
     size_t converts;       /* converted copies */
     size_t nodes;          /* nodes written */
+    /* weights in int8 beyond +-64 that read uint8 activations: ONNX
+     * Runtime on x86 without VNNI (AVX2, AVX-512 BW) multiplies them with
+     * vpmaddubsw, which adds two adjacent products into an int16 with
+     * saturation, so its integers there may differ from the exact sums
+     * (`run --mode int --requant ort`); 7-bit weights cannot saturate */
+    size_t u8s8_wide;
     struct qp_onnx_save_stats save;
 };
 

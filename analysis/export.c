@@ -191,6 +191,13 @@ static enum qp_status run_onnx_qdq(const struct qp_export_opts *o,
                  st0.save.model_bytes + st0.save.external_bytes,
                  st0.save.external ? " with external data in " : "",
                  st0.save.external ? st0.save.data_name : "");
+    if (!st && st0.u8s8_wide)
+        qp_export_note(r, "%zu of %zu int8 weights read uint8 activations and "
+                       "hold values beyond +-64: ONNX Runtime on x86 CPUs without "
+                       "VNNI (AVX2 only) sums their products in int16 pairs, "
+                       "which can saturate, so its results there can differ "
+                       "from `run --mode int --requant ort`; 7-bit weights (w7c, "
+                       "ONNX Runtime's reduce_range) cannot saturate", st0.u8s8_wide, st0.weights);
     return st;
 }
 

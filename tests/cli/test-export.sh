@@ -111,6 +111,19 @@ test_export_onnx_qdq_of_ppocr_cls_runs_bit_exact_in_onnxruntime() {
     cmp ort/softmax_0.tmp_0.npy ort2/softmax_0.tmp_0.npy || fail "external data changed the output"
 }
 
+# int8 weights beyond +-64 on uint8 activations: ONNX Runtime without VNNI
+# may saturate them (tests/unit/ort-cpu.h), which the export says
+test_export_onnx_qdq_says_where_onnxruntime_may_saturate() {
+    cls_setup
+    assert_exit 0 "$QPROBE" export "$CLS" --scheme w8c+a8tz --calib calib --to onnx-qdq -o q.onnx
+    assert_contains err "qprobe: warning: 54 of 54 int8 weights read uint8 activations and hold values beyond +-64"
+    assert_contains err "7-bit weights (w7c, ONNX Runtime's reduce_range) cannot saturate"
+    for s in w7c+a8tz w8c+a8t w8cz+a8tz; do
+        assert_exit 0 "$QPROBE" export "$CLS" --scheme $s --calib calib --to onnx-qdq -o q.onnx
+        assert_eq "$(grep -c 'beyond +-64' err || true)" 0 "$s: saturation warnings"
+    done
+}
+
 test_export_encodings_read_back_as_native_dumps() {
     cls_setup
     assert_exit 0 "$QPROBE" export "$CLS" --scheme w8c+a8t --calib calib --to encodings -o enc.json

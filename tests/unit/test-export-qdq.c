@@ -232,6 +232,9 @@ QP_TEST(export_qdq_fp32_run_is_the_fake_mode)
         bool wide = strstr(schemes[k], "w4") || strstr(schemes[k], "a16");
         CHECK_INT(st.opset, wide ? 21 : strstr(schemes[k], "w8t") ? 11 : 13);
         CHECK_INT(st.activations, strchr(schemes[k], '+') ? 10 : 0);
+        /* int8 weights on uint8 inputs: 8 bits reach +-127, 7 only 64 */
+        bool wide8 = !strcmp(schemes[k], "w8c+a8tz") || !strcmp(schemes[k], "w8t+a8tz");
+        CHECK_INT(st.u8s8_wide, wide8 ? st.weights : 0);
     }
     /* int4 weights are packed INT4 initializers */
     struct qp_error err;
