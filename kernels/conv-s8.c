@@ -294,32 +294,52 @@ size_t qp_conv_s8_scratch_size(const struct qp_conv_s8 *c, size_t batch)
     return s + (size_t)run_threads(c, batch) * thread_bytes(c);
 }
 
-/* Rows [r0, r0+n) of the im2col matrix of group gi: [n][KH][KW][IC/g]. */
+/* d[0..n) = s[0..n) (v: the byte to fill with, s NULL): the channel
+ * counts of first layers (1 to 4) as fixed-size moves, where a libc call
+ * per tap cost more than the bytes it moved */
+static inline void put_taps(uint8_t *d, const uint8_t *s, uint8_t v, size_t n)
+{
+    switch (n) {
+    case 1: *d = s ? *s : v; return;
+    case 2: if (s) memcpy(d, s, 2); else memset(d, v, 2); return;
+    case 3: if (s) memcpy(d, s, 3); else memset(d, v, 3); return;
+    case 4: if (s) memcpy(d, s, 4); else memset(d, v, 4); return;
+    default: if (s) memcpy(d, s, n); else memset(d, v, n);
+    }
+}
+
+/* Rows [r0, r0+n) of the im2col matrix of group gi: [n][KH][KW][IC/g],
+ * filled a run of pixels of one output row at a time, tap by tap. */
 static void im2col(const struct qp_conv_s8 *c, const uint8_t *in, size_t gi,
                    size_t r0, size_t n, uint8_t *dst)
 {
     const struct qp_conv_geom *g = &c->p.geom;
     uint8_t zp = (uint8_t)c->p.input_zero_point;
-    size_t icg = c->icg;
-    for (size_t r = 0; r < n; r++) {
-        size_t pix = r0 + r, ox = pix % c->out_w, oy = pix / c->out_w % c->out_h;
-        size_t b = pix / (c->out_w * c->out_h);
-        uint8_t *d = dst + r * c->kg;
+    size_t icg = c->icg, kg = c->kg, ow = c->out_w;
+    for (size_t r = 0; r < n;) {
+        size_t pix = r0 + r, ox0 = pix % ow, row = pix / ow;
+        size_t oy = row % c->out_h, b = row / c->out_h;
+        size_t m = ow - ox0 < n - r ? ow - ox0 : n - r;
+        const uint8_t *img = in + b * g->in_h * g->in_w * c->p.in_c + gi * icg;
+        uint8_t *d0 = dst + r * kg;
         for (size_t ky = 0; ky < g->kernel_h; ky++) {
-            size_t iy, ix;
+            size_t iy = 0;
             bool yin = qp_kern_tap(oy, ky, g->stride_h, g->dilation_h,
                                    g->pad_top, g->in_h, &iy);
-            for (size_t kx = 0; kx < g->kernel_w; kx++, d += icg) {
-                if (!yin || !qp_kern_tap(ox, kx, g->stride_w, g->dilation_w,
-                                         g->pad_left, g->in_w, &ix)) {
-                    memset(d, zp, icg); /* (zp - zp) * w adds nothing */
-                    continue;
+            const uint8_t *line = img + iy * g->in_w * c->p.in_c;
+            for (size_t kx = 0; kx < g->kernel_w; kx++) {
+                uint8_t *d = d0 + (ky * g->kernel_w + kx) * icg;
+                for (size_t j = 0; j < m; j++, d += kg) {
+                    size_t ix;
+                    /* padding: (zp - zp) * w adds nothing */
+                    bool in_ = yin && qp_kern_tap(ox0 + j, kx, g->stride_w,
+                                                  g->dilation_w, g->pad_left,
+                                                  g->in_w, &ix);
+                    put_taps(d, in_ ? line + ix * c->p.in_c : NULL, zp, icg);
                 }
-                const uint8_t *s = in + ((b * g->in_h + iy) * g->in_w + ix) *
-                                            c->p.in_c + gi * icg;
-                memcpy(d, s, icg);
             }
         }
+        r += m;
     }
 }
 
