@@ -269,13 +269,18 @@ static void pack_a(const struct qp_gemm_s8 *g, const uint8_t *a, size_t lda,
                 d[kk] = s[kk] ^ flip;
             memset(d + k, 0, kp - k);
         }
-    } else {
+    } else { /* widened: straight loops the compiler vectorizes */
         for (size_t r = 0; r < uk->mr; r++) {
             uint16_t *d = (uint16_t *)dst + r * kp;
             const uint8_t *s = a + r * lda;
-            for (size_t kk = 0; kk < kp; kk++)
-                d[kk] = r < valid && kk < k
-                            ? (uint16_t)a_value(uk, s[kk] ^ flip) : 0;
+            size_t kv = r < valid ? k : 0;
+            if (uk->a_signed)
+                for (size_t kk = 0; kk < kv; kk++)
+                    d[kk] = (uint16_t)(int16_t)(int8_t)(s[kk] ^ flip);
+            else
+                for (size_t kk = 0; kk < kv; kk++)
+                    d[kk] = (uint16_t)(s[kk] ^ flip);
+            memset(d + kv, 0, (kp - kv) * sizeof *d);
         }
     }
 }
