@@ -295,8 +295,9 @@ size_t qp_conv_s8_scratch_size(const struct qp_conv_s8 *c, size_t batch)
 }
 
 /* d[0..n) = s[0..n) (v: the byte to fill with, s NULL): the channel
- * counts of first layers (1 to 4) as fixed-size moves, where a libc call
- * per tap cost more than the bytes it moved */
+ * counts of first layers (1 to 4) and of narrow ones (8, 16) as
+ * fixed-size moves, where a libc call per tap cost more than the bytes it
+ * moved */
 static inline void put_taps(uint8_t *d, const uint8_t *s, uint8_t v, size_t n)
 {
     switch (n) {
@@ -304,6 +305,8 @@ static inline void put_taps(uint8_t *d, const uint8_t *s, uint8_t v, size_t n)
     case 2: if (s) memcpy(d, s, 2); else memset(d, v, 2); return;
     case 3: if (s) memcpy(d, s, 3); else memset(d, v, 3); return;
     case 4: if (s) memcpy(d, s, 4); else memset(d, v, 4); return;
+    case 8: if (s) memcpy(d, s, 8); else memset(d, v, 8); return;
+    case 16: if (s) memcpy(d, s, 16); else memset(d, v, 16); return;
     default: if (s) memcpy(d, s, n); else memset(d, v, n);
     }
 }
