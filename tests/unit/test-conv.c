@@ -117,6 +117,7 @@ struct cprob {
     enum qp_dtype idt, fdt;
     int32_t izp;
     int extreme, requant, per_channel, bias, threads;
+    int wide_fzp; /* filter zero points past int16 from the weights */
 };
 
 static void random_cprob(uint64_t *r, struct cprob *q)
@@ -191,8 +192,9 @@ static void check_cprob(struct qp_test_ctx *ctx, uint64_t *r,
     kt_fill8(r, f, nf, q->extreme);
     for (size_t j = 0; j < q->oc; j++) {
         bias[j] = q->extreme ? INT32_MAX - (int32_t)j : kt_range(r, -5000, 5000);
-        fzp[j] = q->fdt == QP_DTYPE_I8 ? kt_range(r, -10, 10)
-                                       : kt_range(r, 100, 150);
+        fzp[j] = q->wide_fzp ? kt_range(r, 40000, 50000)
+                 : q->fdt == QP_DTYPE_I8 ? kt_range(r, -10, 10)
+                                         : kt_range(r, 100, 150);
         mult[j] = kt_range(r, 1 << 30, INT32_MAX);
         shift[j] = kt_range(r, -10, 1);
     }
@@ -604,6 +606,16 @@ QP_TEST(conv_nchw_direct_matches_reference)
     /* 9x9 (three groups a row): the rows without constant loops */
     dq.kh = dq.kw = 9;
     dq.pt = dq.pl = dq.pb = dq.pr = 4;
+    check_cprob(ctx, &r, &dq);
+    /* rows of 93 (5 x 16 + 8 + 5 pixels: each loop of the AVX2 rows, the
+     * pairs of taps with one left over), then filter zero points that
+     * take the weights past int16 (the rows without pairs) */
+    dq.kh = dq.kw = 3;
+    dq.pt = dq.pl = dq.pb = dq.pr = 1;
+    dq.w = 93;
+    dq.extreme = 0;
+    check_cprob(ctx, &r, &dq);
+    dq.wide_fzp = 1;
     check_cprob(ctx, &r, &dq);
 }
 
