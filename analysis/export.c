@@ -197,7 +197,8 @@ static enum qp_status run_onnx_qdq(const struct qp_export_opts *o,
                        "VNNI (AVX2 only) sums their products in int16 pairs, "
                        "which can saturate, so its results there can differ "
                        "from `run --mode int --requant ort`; 7-bit weights (w7c, "
-                       "ONNX Runtime's reduce_range) cannot saturate", st0.u8s8_wide, st0.weights);
+                       "ONNX Runtime's reduce_range) cannot saturate",
+                       st0.u8s8_wide, st0.weights);
     return st;
 }
 

@@ -91,8 +91,10 @@ static void row(size_t n, size_t taps, const uint8_t *const *x,
                 __m256i a = load16(x[t] + j, s);
                 __m256i b = two ? load16(x[t + 1] + j, s) : _mm256_setzero_si256();
                 __m256i wp = pair(w[t], two ? w[t + 1] : 0);
-                lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), wp));
-                hi = _mm256_add_epi32(hi, _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), wp));
+                __m256i plo = _mm256_unpacklo_epi16(a, b);
+                __m256i phi = _mm256_unpackhi_epi16(a, b);
+                lo = _mm256_add_epi32(lo, _mm256_madd_epi16(plo, wp));
+                hi = _mm256_add_epi32(hi, _mm256_madd_epi16(phi, wp));
             }
             _mm256_storeu_si256((__m256i *)(acc + j),
                                 _mm256_permute2x128_si256(lo, hi, 0x20));
