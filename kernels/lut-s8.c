@@ -12,6 +12,8 @@ void qp_lut8_apply_vbmi(const uint8_t *table, const uint8_t *x, size_t n,
                         uint8_t *y);
 void qp_lut16_apply_avx512(const uint8_t *table, const uint8_t *a,
                            const uint8_t *b, size_t n, uint8_t *y);
+void qp_lutsum_planes_vbmi(const int64_t *table, const uint8_t *x,
+                           size_t area, size_t planes, int64_t *s);
 
 /* AVX-512 VBMI (vpermi2b) on top of the AVX-512 set */
 static bool vbmi_supported(void)
@@ -22,7 +24,7 @@ static bool vbmi_supported(void)
 
 const struct qp_lut8_variant qp_lut8_vbmi = {
     "avx512-vbmi", QP_KERN_AVX512, vbmi_supported, qp_lut8_apply_vbmi,
-    qp_lut16_apply_avx512,
+    qp_lut16_apply_avx512, qp_lutsum_planes_vbmi,
 };
 #endif
 
@@ -47,20 +49,28 @@ void qp_lut8_apply(const uint8_t table[256], const uint8_t *x, size_t n,
         qp_lut8_apply_ref(table, x, n, y);
 }
 
+/* The SIMD variant named name when this machine runs it; NULL for "ref"
+ * (*ref set) and for any other name. */
+static const struct qp_lut8_variant *by_name(const char *name, bool *ref)
+{
+    *ref = !strcmp(name, "ref");
+#if defined(__x86_64__)
+    if (!strcmp(name, qp_lut8_vbmi.name) && qp_lut8_variant_runs(&qp_lut8_vbmi))
+        return &qp_lut8_vbmi;
+#endif
+    return NULL;
+}
+
 bool qp_lut8_apply_variant(const char *name, const uint8_t table[256],
                            const uint8_t *x, size_t n, uint8_t *y)
 {
-    if (!strcmp(name, "ref")) {
+    bool ref;
+    const struct qp_lut8_variant *v = by_name(name, &ref);
+    if (v)
+        v->apply(table, x, n, y);
+    else if (ref)
         qp_lut8_apply_ref(table, x, n, y);
-        return true;
-    }
-#if defined(__x86_64__)
-    if (!strcmp(name, qp_lut8_vbmi.name) && qp_lut8_variant_runs(&qp_lut8_vbmi)) {
-        qp_lut8_vbmi.apply(table, x, n, y);
-        return true;
-    }
-#endif
-    return false;
+    return v || ref;
 }
 
 void qp_lut16_apply(const uint8_t *table, const uint8_t *a, const uint8_t *b,
@@ -77,15 +87,34 @@ bool qp_lut16_apply_variant(const char *name, const uint8_t *table,
                             const uint8_t *a, const uint8_t *b, size_t n,
                             uint8_t *y)
 {
-    if (!strcmp(name, "ref")) {
+    bool ref;
+    const struct qp_lut8_variant *v = by_name(name, &ref);
+    if (v)
+        v->apply2(table, a, b, n, y);
+    else if (ref)
         qp_lut16_apply_ref(table, a, b, n, y);
-        return true;
-    }
-#if defined(__x86_64__)
-    if (!strcmp(name, qp_lut8_vbmi.name) && qp_lut8_variant_runs(&qp_lut8_vbmi)) {
-        qp_lut8_vbmi.apply2(table, a, b, n, y);
-        return true;
-    }
-#endif
-    return false;
+    return v || ref;
+}
+
+void qp_lutsum_planes(const int64_t table[256], const uint8_t *x, size_t area,
+                      size_t planes, int64_t *s)
+{
+    const struct qp_lut8_variant *v = qp_kern_table()->lut8;
+    if (v && v->sum)
+        v->sum(table, x, area, planes, s);
+    else
+        qp_lutsum_planes_ref(table, x, area, planes, s);
+}
+
+bool qp_lutsum_planes_variant(const char *name, const int64_t table[256],
+                              const uint8_t *x, size_t area, size_t planes,
+                              int64_t *s)
+{
+    bool ref;
+    const struct qp_lut8_variant *v = by_name(name, &ref);
+    if (v)
+        v->sum(table, x, area, planes, s);
+    else if (ref)
+        qp_lutsum_planes_ref(table, x, area, planes, s);
+    return v || ref;
 }

@@ -39,6 +39,22 @@ bool qp_lut16_apply_variant(const char *name, const uint8_t *table,
                             const uint8_t *a, const uint8_t *b, size_t n,
                             uint8_t *y);
 
+/* Table sums over planes: s[p] = the sum of table[x[p * area + i]] for i
+ * < area, for each p < planes, modulo 2^64 (so exact wherever the true
+ * sum fits int64). The int mode's GlobalAveragePool on codes
+ * (model/qexec-int.c), whose table holds each code's value as an integer
+ * multiple of one power of two. The VBMI variant takes the table less its
+ * minimum apart into byte planes, looks 64 codes up in each (as
+ * qp_lut8_apply) and adds the bytes with vpsadbw. */
+void qp_lutsum_planes(const int64_t table[256], const uint8_t *x, size_t area,
+                      size_t planes, int64_t *s);
+void qp_lutsum_planes_ref(const int64_t table[256], const uint8_t *x,
+                          size_t area, size_t planes, int64_t *s);
+/* The sum variant by name, as qp_lut8_apply_variant. */
+bool qp_lutsum_planes_variant(const char *name, const int64_t table[256],
+                              const uint8_t *x, size_t area, size_t planes,
+                              int64_t *s);
+
 /* "ref" or "avx512-vbmi": the variant qp_lut8_apply uses. */
 const char *qp_lut8_variant(void);
 
@@ -53,6 +69,8 @@ struct qp_lut8_variant {
                   uint8_t *y);
     void (*apply2)(const uint8_t *table, const uint8_t *a, const uint8_t *b,
                    size_t n, uint8_t *y); /* pair tables */
+    void (*sum)(const int64_t *table, const uint8_t *x, size_t area,
+                size_t planes, int64_t *s); /* table sums */
 };
 #if defined(__x86_64__)
 extern const struct qp_lut8_variant qp_lut8_vbmi; /* AVX-512 VBMI */

@@ -2,6 +2,8 @@
  * mode (model/qexec-int.h). */
 #include "model/qexec-int.h"
 
+#include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,11 @@ void qp_qint_parallel_for(const struct qp_op_ctx *c, size_t n,
 {
     int nt = qp_parallel_threads_for((double)n, (double)min_per_thread,
                                      qp_pool_threads(c->pool));
+    if (nt <= 1) { /* one call: what a function sets up per call, once */
+        if (n)
+            fn(ctx, 0, n);
+        return;
+    }
     struct pfor_job j = {fn, ctx};
     size_t per = (n + (size_t)nt * 4 - 1) / ((size_t)nt * 4);
     qp_parallel_chunks(pfor_chunk, &j, n, (per + align - 1) / align * align, nt);
@@ -109,16 +116,29 @@ static void apply_table(const struct qp_op_ctx *c, const uint8_t t[256],
 struct gap_job {
     const uint8_t *x;
     size_t area;
-    const float *v;  /* the float value of each code */
-    float *y;        /* per plane */
+    const float *v;   /* the float value of each code */
+    const int64_t *i; /* NULL, or v / unit: integers (gap_integers) */
+    double unit;
+    float *y;         /* per plane */
 };
 
 /* Planes [b, e): the mean of each as global_planes (model/op-pool.c)
  * computes it: its sum in double is exact, so any order of the same terms
- * gives the same bits. */
+ * gives the same bits. With integer values that sum is unit times their
+ * integer sum (qp_lutsum_planes). */
 static void gap_planes(void *ctx, size_t b, size_t e)
 {
     const struct gap_job *j = ctx;
+    if (j->i && j->area) {
+        int64_t s[64];
+        for (size_t pl = b; pl < e; pl += 64) {
+            size_t n = e - pl < 64 ? e - pl : 64;
+            qp_lutsum_planes(j->i, j->x + pl * j->area, j->area, n, s);
+            for (size_t k = 0; k < n; k++)
+                j->y[pl + k] = (float)((double)s[k] * j->unit / (double)j->area);
+        }
+        return;
+    }
     double v[256];
     for (int k = 0; k < 256; k++)
         v[k] = j->v[k];
@@ -136,6 +156,42 @@ static void gap_planes(void *ctx, size_t b, size_t e)
     }
 }
 
+/* in[k] = v[k] / *unit, for unit a power of two every value is a
+ * multiple of (a float is a 24-bit integer times a power of two, read off
+ * its bits; unit is the least nonzero value's), *most the largest |in[k]|:
+ * false when a value is not finite. Sums of area values are then exact in
+ * double where area * *most <= 2^53, and unit times the integer sum. */
+static bool gap_integers(const float v[256], int64_t in[256], double *unit,
+                         double *most)
+{
+    int64_t m[256];
+    int ex[256], e = INT_MAX;
+    for (int k = 0; k < 256; k++) {
+        uint32_t b;
+        memcpy(&b, &v[k], sizeof b);
+        int be = (int)(b >> 23 & 0xFF);
+        if (be == 0xFF)
+            return false; /* Inf, NaN */
+        int64_t mag = (int64_t)(b & 0x7FFFFF) | (be ? INT64_C(1) << 23 : 0);
+        m[k] = b >> 31 ? -mag : mag;
+        ex[k] = be ? be - 150 : -149; /* v = m * 2^ex */
+        if (mag && ex[k] < e)
+            e = ex[k];
+    }
+    if (e == INT_MAX)
+        e = 0; /* all zero */
+    *unit = ldexp(1.0, e);
+    *most = 0;
+    for (int k = 0; k < 256; k++) {
+        int sh = m[k] ? ex[k] - e : 0;
+        if (sh > 29) /* |in| < 2^(24 + sh): past 2^53 */
+            return false;
+        in[k] = m[k] * (INT64_C(1) << sh);
+        *most = fmax(*most, fabs((double)in[k]));
+    }
+    return true;
+}
+
 static bool gap_ok(const struct qp_op_ctx *c)
 {
     const struct qp_tensor *x = c->in[0];
@@ -145,7 +201,7 @@ static bool gap_ok(const struct qp_op_ctx *c)
            GAP_MAX_AREA;
 }
 
-static enum qp_status run_gap(const struct qp_qplan *p,
+static enum qp_status run_gap(struct qp_qplan *p,
                               const struct qp_op_ctx *c, struct qp_tensor **out,
                               struct qp_error *err)
 {
@@ -155,8 +211,6 @@ static enum qp_status run_gap(const struct qp_qplan *p,
     for (int k = 0; k < x->ndim; k++)
         d.shape[k] = k < 2 ? x->shape[k] : 1;
     size_t planes = (size_t)(x->shape[0] * x->shape[1]);
-    float v[256];
-    code_values(&p->v[c->n->in[0]], v);
     float *y = qp_op_scratch(c, planes * sizeof *y);
     if (!y)
         return qp_op_fail(err, c, QP_E_NOMEM, "out of memory");
@@ -164,7 +218,25 @@ static enum qp_status run_gap(const struct qp_qplan *p,
                                          out, err);
     if (st)
         return st;
-    struct gap_job j = {x->data, qp_tensor_numel(x) / planes, v, y};
+    float v[256];
+    struct gap_job j = {x->data, qp_tensor_numel(x) / planes, v, NULL, 1.0, y};
+    struct qp_qnode *q = &p->n[c->node];
+    if (!q->gap_ready) { /* the same input's codes at every run */
+        code_values(&p->v[c->n->in[0]], v);
+        q->gap_in = malloc(256 * sizeof *q->gap_in);
+        if (q->gap_in &&
+            !gap_integers(v, q->gap_in, &q->gap_unit, &q->gap_most)) {
+            free(q->gap_in);
+            q->gap_in = NULL;
+        }
+        q->gap_ready = true;
+    }
+    if (q->gap_in && q->gap_most * (double)j.area <= 0x1p53) {
+        j.i = q->gap_in;
+        j.unit = q->gap_unit;
+    } else {
+        code_values(&p->v[c->n->in[0]], v);
+    }
     qp_qint_parallel_for(c, planes, qp_op_par_items(j.area), 1, gap_planes,
                          &j);
     qp_qa_quantize_row(p->qa, y, planes, vo->scale, vo->zp, vo->qmin, vo->qmax,

@@ -196,6 +196,7 @@ void qp_qplan_free(struct qp_qplan *p)
         free(q->b_int);
         free(q->kernel_weight);
         free(q->lut);
+        free(q->gap_in);
         qp_rq_release(&q->rq);
         if (q->gemm_ready)
             qp_gemm_s8_release(&q->gemm);

@@ -143,6 +143,12 @@ struct qp_qnode {
      * every input code (256 or 65536 entries), built at the first run */
     bool lut_ok;
     uint8_t *lut;
+    /* GlobalAveragePool on codes: its input codes' values over gap_unit,
+     * integers of magnitude up to gap_most (NULL: they are not, the sums
+     * run in double), found at the first run */
+    bool gap_ready;
+    int64_t *gap_in;
+    double gap_unit, gap_most;
 };
 
 struct qp_qplan_opts {

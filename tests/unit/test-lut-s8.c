@@ -70,3 +70,46 @@ QP_TEST(lut16_variants_match_the_reference)
     CHECK_INT(y[1], table[258]);
     CHECK_INT(y[2], table[65535]);
 }
+
+/* Table sums: tables whose ranges need 1, 3, 5 and 8 bytes (negative
+ * values, the whole int64 range wrapping) and the int mode's kind, values
+ * of uint8 and int8 codes rounded to float (linear in the code but for a
+ * byte of rounding: the VBMI variant's slope with and without the top
+ * bit flipped), on planes of every length past the 64-byte steps,
+ * against the reference; then sums by hand. */
+QP_TEST(lutsum_variants_match_the_reference)
+{
+    static uint8_t x[3 * 1000];
+    static int64_t table[256], want[3], got[4];
+    uint64_t r = 17;
+    kt_fill8(&r, x, sizeof x, 0);
+    const int64_t spans[6] = {200, 1 << 20, INT64_C(1) << 36, 0, -1, -2};
+    const char *names[2] = {"ref", "avx512-vbmi"};
+    int ran = 0, bad = 0;
+    for (int t = 0; t < 6; t++) {
+        for (int k = 0; k < 256; k++)
+            table[k] = spans[t] == -1 ? (int64_t)(float)((k - 77) * 12345679.0)
+                     : spans[t] == -2 ? (int64_t)(float)(((int8_t)k + 3) * -9876543.0)
+                     : spans[t]       ? (int64_t)(kt_next(&r) % (uint64_t)spans[t]) - spans[t] / 3
+                                      : (int64_t)kt_next(&r);
+        for (int v = 0; v < 2; v++)
+            for (size_t area = 0; area <= 1000; area = area < 200 ? area + 1 : area + 800) {
+                got[3] = 0x5EED;
+                if (!qp_lutsum_planes_variant(names[v], table, x, area, 3, got))
+                    break;
+                qp_lutsum_planes_ref(table, x, area, 3, want);
+                bad += memcmp(want, got, sizeof want) != 0 || got[3] != 0x5EED;
+                ran++;
+            }
+    }
+    CHECK(ran >= 6 * 202);
+    CHECK_INT(bad, 0);
+    /* by hand: table[k] = k * 10^9 - 5000, one plane of codes 0, 1, 255
+     * and one of 128 x 128 */
+    for (int k = 0; k < 256; k++)
+        table[k] = (int64_t)k * 1000000000 - 5000;
+    uint8_t y[6] = {0, 1, 255, 128, 128, 128};
+    qp_lutsum_planes(table, y, 3, 2, got);
+    CHECK(got[0] == INT64_C(256000000000) - 15000);
+    CHECK(got[1] == INT64_C(384000000000) - 15000);
+}
