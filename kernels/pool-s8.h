@@ -13,6 +13,8 @@
 #ifndef QP_KERNELS_POOL_S8_H
 #define QP_KERNELS_POOL_S8_H
 
+#include <stdbool.h>
+
 #include "kernels/conv-s8.h"
 
 enum qp_pool_kind {
@@ -40,5 +42,14 @@ enum qp_status qp_pool_s8_check(const struct qp_pool_s8_params *p,
  * qp_pool_s8_check. */
 void qp_pool_s8_ref(const struct qp_pool_s8_params *p, const void *input,
                     size_t batch, void *output);
+
+/* 2x2 max pooling at stride 2 of one row pair of 8-bit codes (NCHW
+ * planes: the int mode's MaxPool, model/op-pool.c): y[i] = the largest of
+ * r0[2i], r0[2i + 1], r1[2i], r1[2i + 1] for i < ow, as int8 when
+ * is_signed, else uint8. SSE2 (the x86-64 baseline) 16 outputs at a
+ * time, reading no byte past r0[2 ow - 1] or r1[2 ow - 1]; the plain
+ * loop elsewhere and for the tail (kernels/maxpool-s8.c). */
+void qp_maxpool2x2_8(const uint8_t *r0, const uint8_t *r1, size_t ow,
+                     bool is_signed, uint8_t *y);
 
 #endif

@@ -1,10 +1,12 @@
 /* model/op-pool.c: MaxPool (with optional Indices), AveragePool,
  * GlobalAveragePool and GlobalMaxPool over 1 to 3 spatial dims. Float
  * pooling runs in f32 (kernels/conv-f32.h); 8-bit MaxPool goes through
- * f32 too, which is exact for a maximum. */
+ * f32 too, which is exact for a maximum, but for windows inside the
+ * input, taken directly (2x2 ones by kernels/pool-s8.h). */
 #include <math.h>
 #include <string.h>
 
+#include "kernels/pool-s8.h"
 #include "model/op-conv.h"
 
 static const struct qp_attr_spec pool_attrs[] = {
@@ -129,26 +131,15 @@ static bool windows_inside(const struct qp_conv_nd *g)
         }                                                                      \
     } while (0)
 
-/* MAX_WINDOWS_2X2 for 8-bit codes, in two passes the compiler
- * vectorizes: the maxima of row pairs, then of column pairs (max is
- * exact: the same bytes in any order). Rows wider than MAX_ROW_PAIR take
- * MAX_WINDOWS_2X2. */
-#define MAX_ROW_PAIR 4096
+/* MAX_WINDOWS_2X2 for 8-bit codes, a row pair at a time
+ * (kernels/pool-s8.h). */
 #define MAX_WINDOWS_2X2_BYTES(T)                                               \
     do {                                                                       \
-        const T *x_ = x;                                                       \
-        T *y_ = y;                                                             \
-        T m_[MAX_ROW_PAIR];                                                    \
-        int64_t n_ = 2 * g->out[1];                                            \
-        for (int64_t oh = 0; oh < g->out[0]; oh++) {                           \
-            const T *r0 = x_ + 2 * oh * W, *r1 = r0 + W;                       \
-            T *yr = y_ + oh * g->out[1];                                       \
-            for (int64_t i = 0; i < n_; i++)                                   \
-                m_[i] = r1[i] > r0[i] ? r1[i] : r0[i];                         \
-            for (int64_t ow = 0; ow < g->out[1]; ow++)                         \
-                yr[ow] = m_[2 * ow + 1] > m_[2 * ow] ? m_[2 * ow + 1]          \
-                                                     : m_[2 * ow];             \
-        }                                                                      \
+        const uint8_t *x_ = x;                                                 \
+        uint8_t *y_ = y;                                                       \
+        for (int64_t oh = 0; oh < g->out[0]; oh++)                             \
+            qp_maxpool2x2_8(x_ + 2 * oh * W, x_ + (2 * oh + 1) * W,            \
+                            (size_t)g->out[1], (T)-1 < 0, y_ + oh * g->out[1]); \
     } while (0)
 
 /* True for 2-D windows of 2x2 at stride 2, dilation 1. */
@@ -173,20 +164,16 @@ static void maxpool_planes(void *ctx, size_t b, size_t e)
     const struct qp_conv_nd *g = j->g;
     size_t es = qp_elem_size(j->dt), W = (size_t)g->in[1];
     size_t in = (size_t)(g->in[0] * g->in[1]), on = (size_t)(g->out[0] * g->out[1]);
-    bool k2 = windows_2x2(g), short_rows = 2 * g->out[1] <= MAX_ROW_PAIR;
+    bool k2 = windows_2x2(g);
     for (size_t p = b; p < e; p++) {
         const void *x = j->x + p * in * es;
         void *y = j->y + p * on * es;
         if (k2 && j->dt == QP_DTYPE_F32)
             MAX_WINDOWS_2X2(float);
-        else if (k2 && short_rows && j->dt == QP_DTYPE_I8)
-            MAX_WINDOWS_2X2_BYTES(int8_t);
-        else if (k2 && short_rows)
-            MAX_WINDOWS_2X2_BYTES(uint8_t);
         else if (k2 && j->dt == QP_DTYPE_I8)
-            MAX_WINDOWS_2X2(int8_t);
+            MAX_WINDOWS_2X2_BYTES(int8_t);
         else if (k2)
-            MAX_WINDOWS_2X2(uint8_t);
+            MAX_WINDOWS_2X2_BYTES(uint8_t);
         else if (j->dt == QP_DTYPE_F32)
             MAX_WINDOWS(float);
         else if (j->dt == QP_DTYPE_I8)

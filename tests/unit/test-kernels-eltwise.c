@@ -196,3 +196,37 @@ QP_TEST(pool_rejects_bad_parameters)
     CHECK_FAILS(qp_pool_s8_check(&p, &oh, &ow, &err), QP_E_INVAL, &err,
                 "unknown kind");
 }
+
+/* 2x2 max pooling of row pairs: every width up to 70 (the 16-output
+ * vectors and every tail), int8 and uint8, bytes on both sides of 0x80,
+ * against the four-way maximum; nothing past ow written. */
+QP_TEST(maxpool2x2_rows_match_the_four_way_maximum)
+{
+    uint8_t r0[140], r1[140], y[72];
+    for (int i = 0; i < 140; i++) {
+        r0[i] = (uint8_t)(i * 97 + 13);
+        r1[i] = (uint8_t)(i * 61 + 200);
+    }
+    r0[40] = 0x7F; r0[41] = 0x80; r1[40] = 0x81; r1[41] = 0x00; /* y[20] */
+    int bad = 0;
+    for (int sgn = 0; sgn < 2; sgn++)
+        for (size_t ow = 0; ow <= 70; ow++) {
+            memset(y, 0xEE, sizeof y);
+            qp_maxpool2x2_8(r0, r1, ow, sgn, y);
+            for (size_t i = 0; i < ow; i++) {
+                const uint8_t v[4] = {r0[2 * i], r0[2 * i + 1], r1[2 * i], r1[2 * i + 1]};
+                int best = sgn ? (int8_t)v[0] : v[0];
+                for (int k = 1; k < 4; k++) {
+                    int e = sgn ? (int8_t)v[k] : v[k];
+                    best = e > best ? e : best;
+                }
+                bad += y[i] != (uint8_t)best;
+            }
+            bad += y[ow] != 0xEE;
+        }
+    CHECK_INT(bad, 0);
+    qp_maxpool2x2_8(r0, r1, 21, true, y);
+    CHECK_INT(y[20], 0x7F); /* int8: 127 beats 0, -128, -127 */
+    qp_maxpool2x2_8(r0, r1, 21, false, y);
+    CHECK_INT(y[20], 0x81); /* uint8: 129 */
+}
