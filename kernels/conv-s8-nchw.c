@@ -138,10 +138,31 @@ static void gather_row(const uint8_t *src, size_t step, uint8_t flip,
             _mm_storeu_si128((__m128i *)(void *)(dst + i),
                              _mm_xor_si128(_mm_packus_epi16(a, b), fv));
         }
+        /* the last 16 from the 32 bytes ending at src[2 (n - 1)]: the
+         * high byte of each 16-bit lane, overlapping what is done */
+        if (i < n && n >= 17) {
+            const __m128i *q = (const __m128i *)(const void *)(src + 2 * n - 33);
+            __m128i a = _mm_srli_epi16(_mm_loadu_si128(q), 8);
+            __m128i b = _mm_srli_epi16(_mm_loadu_si128(q + 1), 8);
+            _mm_storeu_si128((__m128i *)(void *)(dst + n - 16),
+                             _mm_xor_si128(_mm_packus_epi16(a, b), fv));
+            return;
+        }
     }
 #endif
     for (; i < n; i++)
         dst[i] = src[i * step] ^ flip;
+}
+
+/* memset for the few padding bytes at a row's ends, without a call */
+static inline void fill(uint8_t *d, uint8_t v, size_t n)
+{
+    if (n > 8) {
+        memset(d, v, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        d[i] = v;
 }
 
 /* A run of a block's pixels inside one output row. */
@@ -186,10 +207,10 @@ static void column_row(const struct qp_conv_s8 *c, const struct qp_conv_s8_nchw 
             memset(dst, d->pad, len);
             continue;
         }
-        memset(dst, d->pad, a - ox);
+        fill(dst, d->pad, a - ox);
         gather_row(plane + iy * g->in_w + a * sw + off - g->pad_left, sw,
                    d->b_flip, b - a, dst + (a - ox));
-        memset(dst + (b - ox), d->pad, ox + len - b);
+        fill(dst + (b - ox), d->pad, ox + len - b);
     }
 }
 
