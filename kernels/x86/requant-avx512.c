@@ -43,7 +43,11 @@ INLINE __m512i shl_sat(__m512i x, __m512i l)
     return _mm512_mask_blend_epi32(ok, sat, xs);
 }
 
-/* See scale_double in requant-avx2.c and the reference. */
+/* See scale_double in requant-avx2.c and the reference. Here the even
+ * lanes' high product is (p + 2^30) >> 31, one arithmetic 64-bit shift,
+ * and the rounding division by 2^right is |h| + 2^(right-1) shifted
+ * (unsigned: at most 2^31 + 2^30), negated back where h < 0: the same
+ * round-half-away-from-zero as the reference's remainder and threshold. */
 INLINE __m512i scale_double(__m512i x, __m512i m, __m512i sh, bool sat_left,
                               bool sat_mul)
 {
@@ -52,22 +56,19 @@ INLINE __m512i scale_double(__m512i x, __m512i m, __m512i sh, bool sat_left,
     __m512i left = _mm512_max_epi32(sh, zero);
     __m512i right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
     __m512i xs = sat_left ? shl_sat(x, left) : _mm512_sllv_epi32(x, left);
-    const __m512i half = _mm512_set1_epi64(INT64_C(1) << 31);
     __m512i pe, po;
     mul_pairs(xs, m, &pe, &po);
-    __m512i h = high32(_mm512_add_epi64(_mm512_add_epi64(pe, pe), half),
-                       _mm512_add_epi64(_mm512_add_epi64(po, po), half));
+    __m512i he = _mm512_srai_epi64(_mm512_add_epi64(pe, _mm512_set1_epi64(INT64_C(1) << 30)), 31);
+    __m512i ho = _mm512_add_epi64(_mm512_add_epi64(po, po), _mm512_set1_epi64(INT64_C(1) << 31));
+    __m512i h = _mm512_mask_blend_epi32(ODD, he, ho);
     if (sat_mul) {
         const __m512i min = _mm512_set1_epi32(INT32_MIN);
         __mmask16 both = _mm512_cmpeq_epi32_mask(xs, min) & _mm512_cmpeq_epi32_mask(m, min);
         h = _mm512_mask_mov_epi32(h, both, _mm512_set1_epi32(INT32_MAX));
     }
-    __m512i mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
-    __m512i rem = _mm512_and_si512(h, mask);
-    __m512i thr = _mm512_srai_epi32(mask, 1);
-    thr = _mm512_mask_add_epi32(thr, _mm512_cmplt_epi32_mask(h, zero), thr, one);
-    __m512i q = _mm512_srav_epi32(h, right);
-    return _mm512_mask_add_epi32(q, _mm512_cmpgt_epi32_mask(rem, thr), q, one);
+    __m512i bias = _mm512_srli_epi32(_mm512_sllv_epi32(one, right), 1);
+    __m512i q = _mm512_srlv_epi32(_mm512_add_epi32(_mm512_abs_epi32(h), bias), right);
+    return _mm512_mask_sub_epi32(q, _mm512_cmplt_epi32_mask(h, zero), zero, q);
 }
 
 /* (p + 2^(t-1)) >> t in int64, narrowed mod 2^32 (scale_single in the

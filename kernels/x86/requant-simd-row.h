@@ -25,8 +25,8 @@
  * (V_TAIL, one channel) or the reference. */
 
 static inline __attribute__((always_inline)) VI
-vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per, VI x,
-    const struct params *p)
+vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per,
+    bool simple, VI x, const struct params *p)
 {
     switch (f) {
     case QP_RQ_TFLITE_DOUBLE:
@@ -34,8 +34,8 @@ vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per, VI x,
     case QP_RQ_GEMMLOWP:
         return clamp(v_add(scale_double(x, v_loadi(rq->multiplier, k, per),
                                         v_loadi(rq->shift, k, per),
-                                        f == QP_RQ_GEMMLOWP,
-                                        f != QP_RQ_CMSIS_NN_DOUBLE),
+                                        f == QP_RQ_GEMMLOWP && !simple,
+                                        f != QP_RQ_CMSIS_NN_DOUBLE && !simple),
                            p->zp), p);
     case QP_RQ_TFLITE_SINGLE:
     case QP_RQ_CMSIS_NN_SINGLE:
@@ -70,21 +70,22 @@ static inline bool apart(const int32_t *acc, size_t n, const void *out,
 /* The vector loop over acc[0, n) with the output dtype a constant dt. */
 static inline __attribute__((always_inline)) size_t
 run_loop(enum qp_rq_flavor f, enum qp_dtype dt, const struct qp_rq *rq,
-         size_t c, size_t kb, bool per, const int32_t *acc, size_t n,
-         void *out, const struct params *p)
+         size_t c, size_t kb, bool per, bool simple, const int32_t *acc,
+         size_t n, void *out, const struct params *p)
 {
     size_t i = 0;
     for (; i + LANES <= n; i += LANES)
-        store(dt, out, i, vec(f, rq, per ? c + i : kb, per, v_load(acc + i), p));
+        store(dt, out, i, vec(f, rq, per ? c + i : kb, per, simple, v_load(acc + i), p));
     if (i < n && n >= LANES && apart(acc, n, out, dt)) {
         size_t k = n - LANES; /* the last vector, overlapping the loop's */
-        store(dt, out, k, vec(f, rq, per ? c + k : kb, per, v_load(acc + k), p));
+        store(dt, out, k, vec(f, rq, per ? c + k : kb, per, simple, v_load(acc + k), p));
         i = n;
     }
 #if defined(V_TAIL)
     /* one channel's tail as masked lanes (no per-element array is read) */
     if (!per && i < n) {
-        store_tail(dt, out, i, n - i, vec(f, rq, kb, false, v_load_tail(acc + i, n - i), p));
+        store_tail(dt, out, i, n - i,
+                   vec(f, rq, kb, false, simple, v_load_tail(acc + i, n - i), p));
         i = n;
     }
 #endif
@@ -93,16 +94,16 @@ run_loop(enum qp_rq_flavor f, enum qp_dtype dt, const struct qp_rq *rq,
 
 static inline __attribute__((always_inline)) size_t
 run_dtype(enum qp_rq_flavor f, const struct qp_rq *rq, size_t c, size_t kb,
-          bool per, const int32_t *acc, size_t n, void *out,
+          bool per, bool simple, const int32_t *acc, size_t n, void *out,
           const struct params *p)
 {
     switch (rq->out_dtype) {
     case QP_DTYPE_I8:
-        return run_loop(f, QP_DTYPE_I8, rq, c, kb, per, acc, n, out, p);
+        return run_loop(f, QP_DTYPE_I8, rq, c, kb, per, simple, acc, n, out, p);
     case QP_DTYPE_I16:
-        return run_loop(f, QP_DTYPE_I16, rq, c, kb, per, acc, n, out, p);
+        return run_loop(f, QP_DTYPE_I16, rq, c, kb, per, simple, acc, n, out, p);
     default: /* store()'s uint8 */
-        return run_loop(f, QP_DTYPE_U8, rq, c, kb, per, acc, n, out, p);
+        return run_loop(f, QP_DTYPE_U8, rq, c, kb, per, simple, acc, n, out, p);
     }
 }
 
@@ -114,7 +115,7 @@ run(enum qp_rq_flavor f, const struct qp_rq *rq, size_t c, bool per,
     params_init(&p, rq);
     size_t kb = rq->channels == 1 ? 0 : c, i;
     if (per) {
-        i = run_dtype(f, rq, c, kb, true, acc, n, out, &p);
+        i = run_dtype(f, rq, c, kb, true, false, acc, n, out, &p);
     } else {
         /* One channel: its constants copied where no store through out
          * can reach them, so their broadcasts and the arithmetic on the
@@ -129,7 +130,12 @@ run(enum qp_rq_flavor f, const struct qp_rq *rq, size_t c, bool per,
         one.shift = &sh;
         one.scale = &sc;
         one.scale_d = &sd;
-        i = run_dtype(f, &one, 0, 0, false, acc, n, out, &p);
+        bool dbl = f == QP_RQ_TFLITE_DOUBLE || f == QP_RQ_CMSIS_NN_DOUBLE ||
+                   f == QP_RQ_GEMMLOWP;
+        if (dbl && sh <= 0 && m != INT32_MIN)
+            i = run_dtype(f, &one, 0, 0, false, true, acc, n, out, &p);
+        else
+            i = run_dtype(f, &one, 0, 0, false, false, acc, n, out, &p);
     }
     if (i < n)
         qp_rq_row_ref(rq, per ? c + i : c, per, acc + i, n - i,
