@@ -24,6 +24,9 @@
  * out does not overlap acc; otherwise, and for shorter rows, masked lanes
  * (V_TAIL, one channel) or the reference. */
 
+/* simple: the shifts are <= 0 and no multiplier is INT32_MIN (one
+ * channel's, checked by run()), so the double-rounding flavors' left
+ * shift cannot saturate nor their multiply: both checks left out. */
 static inline __attribute__((always_inline)) VI
 vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per,
     bool simple, VI x, const struct params *p)
