@@ -130,9 +130,9 @@ static void gap_planes(void *ctx, size_t b, size_t e)
 {
     const struct gap_job *j = ctx;
     if (j->i && j->area) {
-        int64_t s[64];
-        for (size_t pl = b; pl < e; pl += 64) {
-            size_t n = e - pl < 64 ? e - pl : 64;
+        int64_t s[512];
+        for (size_t pl = b; pl < e; pl += 512) {
+            size_t n = e - pl < 512 ? e - pl : 512;
             qp_lutsum_planes(j->i, j->x + pl * j->area, j->area, n, s);
             for (size_t k = 0; k < n; k++)
                 j->y[pl + k] = (float)((double)s[k] * j->unit / (double)j->area);

@@ -151,11 +151,11 @@ INLINE void sum_planes(const struct split *sp, const uint8_t *x, size_t area,
                 acc[j] = _mm512_add_epi64(acc[j], _mm512_sad_epu8(r, zero));
             }
         }
-        uint64_t total = sp->slope * (uint64_t)_mm512_reduce_add_epi64(codes) +
-                         sp->low * (uint64_t)area;
+        /* lane by lane modulo 2^64, then one horizontal sum */
+        __m512i v = _mm512_mullo_epi64(codes, _mm512_set1_epi64((int64_t)sp->slope));
         for (int j = 0; j < nb; j++)
-            total += (uint64_t)_mm512_reduce_add_epi64(acc[j]) << (8 * j);
-        s[p] = total;
+            v = _mm512_add_epi64(v, _mm512_slli_epi64(acc[j], 8 * (unsigned)j));
+        s[p] = (uint64_t)_mm512_reduce_add_epi64(v) + sp->low * (uint64_t)area;
     }
 }
 
