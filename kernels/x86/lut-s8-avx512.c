@@ -75,7 +75,8 @@ static int residual(const int64_t *table, uint64_t slope, uint8_t flip,
     const __m512i vf = _mm512_set1_epi64(flip), vs = _mm512_set1_epi64((int64_t)slope);
     __m512i vmin = _mm512_set1_epi64(INT64_MAX);
     for (int k = 0; k < 32; k++) {
-        __m512i code = _mm512_xor_si512(_mm512_add_epi64(_mm512_set1_epi64(8 * k), step), vf);
+        __m512i code = _mm512_xor_si512(
+            _mm512_add_epi64(_mm512_set1_epi64(8 * k), step), vf);
         d[k] = _mm512_sub_epi64(_mm512_loadu_si512(table + 8 * k),
                                 _mm512_mullo_epi64(code, vs));
         vmin = _mm512_min_epi64(vmin, d[k]);
@@ -119,7 +120,8 @@ static void split_table(const int64_t *table, struct split *sp)
     for (int j = 0; j < sp->nb; j++)
         for (int k = 0; k < 32; k++)
             _mm_storel_epi64((__m128i *)(sp->bp[j] + 8 * k),
-                             _mm512_cvtepi64_epi8(_mm512_srli_epi64(best[k], 8 * (unsigned)j)));
+                             _mm512_cvtepi64_epi8(
+                                 _mm512_srli_epi64(best[k], 8 * (unsigned)j)));
 }
 
 /* s[p] = the plane's sum of the split table, modulo 2^64. */

@@ -58,8 +58,10 @@ INLINE __m512i scale_double(__m512i x, __m512i m, __m512i sh, bool sat_left,
     __m512i xs = sat_left ? shl_sat(x, left) : _mm512_sllv_epi32(x, left);
     __m512i pe, po;
     mul_pairs(xs, m, &pe, &po);
-    __m512i he = _mm512_srai_epi64(_mm512_add_epi64(pe, _mm512_set1_epi64(INT64_C(1) << 30)), 31);
-    __m512i ho = _mm512_add_epi64(_mm512_add_epi64(po, po), _mm512_set1_epi64(INT64_C(1) << 31));
+    const __m512i q30 = _mm512_set1_epi64(INT64_C(1) << 30);
+    const __m512i half = _mm512_set1_epi64(INT64_C(1) << 31);
+    __m512i he = _mm512_srai_epi64(_mm512_add_epi64(pe, q30), 31);
+    __m512i ho = _mm512_add_epi64(_mm512_add_epi64(po, po), half);
     __m512i h = _mm512_mask_blend_epi32(ODD, he, ho);
     if (sat_mul) {
         const __m512i min = _mm512_set1_epi32(INT32_MIN);

@@ -9,9 +9,10 @@
  * real PP-OCRv4 detector, recognizer and classifier with w8c+a8tz (uint8
  * activations: every group ONNX Runtime fuses into its integer
  * operators; w7c+a8tz on x86 without VNNI, where ONNX Runtime's uint8
- * kernels saturate 8-bit weights: tests/unit/ort-cpu.h). Each test prints, per model: boundaries compared, bit-exact
- * count, the largest deviation from the fake mode in steps of the
- * boundary's scale, and the output's SQNR against the fake mode. */
+ * kernels saturate 8-bit weights: tests/unit/ort-cpu.h). Each test
+ * prints, per model: boundaries compared, bit-exact count, the largest
+ * deviation from the fake mode in steps of the boundary's scale, and the
+ * output's SQNR against the fake mode. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -88,10 +88,11 @@ QP_TEST(lutsum_variants_match_the_reference)
     int ran = 0, bad = 0;
     for (int t = 0; t < 6; t++) {
         for (int k = 0; k < 256; k++)
-            table[k] = spans[t] == -1 ? (int64_t)(float)((k - 77) * 12345679.0)
-                     : spans[t] == -2 ? (int64_t)(float)(((int8_t)k + 3) * -9876543.0)
-                     : spans[t]       ? (int64_t)(kt_next(&r) % (uint64_t)spans[t]) - spans[t] / 3
-                                      : (int64_t)kt_next(&r);
+            table[k] =
+                spans[t] == -1 ? (int64_t)(float)((k - 77) * 12345679.0)
+                : spans[t] == -2 ? (int64_t)(float)(((int8_t)k + 3) * -9876543.0)
+                : spans[t] ? (int64_t)(kt_next(&r) % (uint64_t)spans[t]) - spans[t] / 3
+                           : (int64_t)kt_next(&r);
         for (int v = 0; v < 2; v++)
             for (size_t area = 0; area <= 1000; area = area < 200 ? area + 1 : area + 800) {
                 got[3] = 0x5EED;
