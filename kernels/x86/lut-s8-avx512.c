@@ -124,6 +124,17 @@ static void split_table(const int64_t *table, struct split *sp)
                                  _mm512_srli_epi64(best[k], 8 * (unsigned)j)));
 }
 
+/* The sum of v's lanes modulo 2^64 (_mm512_reduce_add_epi64 adds them as
+ * signed: undefined where they wrap) */
+INLINE uint64_t hsum64(__m512i v)
+{
+    __m256i h = _mm256_add_epi64(_mm512_castsi512_si256(v),
+                                 _mm512_extracti64x4_epi64(v, 1));
+    __m128i q = _mm_add_epi64(_mm256_castsi256_si128(h),
+                              _mm256_extracti128_si256(h, 1));
+    return (uint64_t)_mm_cvtsi128_si64(q) + (uint64_t)_mm_extract_epi64(q, 1);
+}
+
 /* s[p] = the plane's sum of the split table, modulo 2^64. */
 INLINE void sum_planes(const struct split *sp, const uint8_t *x, size_t area,
                        size_t planes, uint64_t *s, const int nb)
@@ -157,7 +168,7 @@ INLINE void sum_planes(const struct split *sp, const uint8_t *x, size_t area,
         __m512i v = _mm512_mullo_epi64(codes, _mm512_set1_epi64((int64_t)sp->slope));
         for (int j = 0; j < nb; j++)
             v = _mm512_add_epi64(v, _mm512_slli_epi64(acc[j], 8 * (unsigned)j));
-        s[p] = (uint64_t)_mm512_reduce_add_epi64(v) + sp->low * (uint64_t)area;
+        s[p] = hsum64(v) + sp->low * (uint64_t)area;
     }
 }
 
