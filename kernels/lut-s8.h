@@ -43,9 +43,11 @@ bool qp_lut16_apply_variant(const char *name, const uint8_t *table,
  * < area, for each p < planes, modulo 2^64 (so exact wherever the true
  * sum fits int64). The int mode's GlobalAveragePool on codes
  * (model/qexec-int.c), whose table holds each code's value as an integer
- * multiple of one power of two. The VBMI variant takes the table less its
- * minimum apart into byte planes, looks 64 codes up in each (as
- * qp_lut8_apply) and adds the bytes with vpsadbw. */
+ * multiple of one power of two. The VBMI variant writes the table as a
+ * slope times the code (the byte, or the byte with its top bit flipped:
+ * int8 codes) plus a residual, which it takes apart into byte planes
+ * (mostly one); it adds the codes and each plane's lookups (64 codes at a
+ * time, as qp_lut8_apply) with vpsadbw. */
 void qp_lutsum_planes(const int64_t table[256], const uint8_t *x, size_t area,
                       size_t planes, int64_t *s);
 void qp_lutsum_planes_ref(const int64_t table[256], const uint8_t *x,
