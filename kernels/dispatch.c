@@ -237,6 +237,9 @@ static const struct qp_lut8_variant *lut8_choice(void)
     if (qp_lut8_variant_runs(&qp_lut8_vbmi) &&
         qp_kern_isa_allowed(qp_lut8_vbmi.isa))
         return &qp_lut8_vbmi;
+    if (qp_lut8_variant_runs(&qp_lut8_avx2) &&
+        qp_kern_isa_allowed(qp_lut8_avx2.isa))
+        return &qp_lut8_avx2;
 #endif
     return NULL;
 }

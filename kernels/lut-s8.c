@@ -26,6 +26,15 @@ const struct qp_lut8_variant qp_lut8_vbmi = {
     "avx512-vbmi", QP_KERN_AVX512, vbmi_supported, qp_lut8_apply_vbmi,
     qp_lut16_apply_avx512, qp_lutsum_planes_vbmi,
 };
+
+/* kernels/x86/lut-s8-avx2.c: single tables only (pair tables and table
+ * sums run the reference) */
+void qp_lut8_apply_avx2(const uint8_t *table, const uint8_t *x, size_t n,
+                        uint8_t *y);
+
+const struct qp_lut8_variant qp_lut8_avx2 = {
+    "avx2", QP_KERN_AVX2, NULL, qp_lut8_apply_avx2, NULL, NULL,
+};
 #endif
 
 bool qp_lut8_variant_runs(const struct qp_lut8_variant *v)
@@ -55,8 +64,10 @@ static const struct qp_lut8_variant *by_name(const char *name, bool *ref)
 {
     *ref = !strcmp(name, "ref");
 #if defined(__x86_64__)
-    if (!strcmp(name, qp_lut8_vbmi.name) && qp_lut8_variant_runs(&qp_lut8_vbmi))
-        return &qp_lut8_vbmi;
+    const struct qp_lut8_variant *all[] = {&qp_lut8_vbmi, &qp_lut8_avx2};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        if (!strcmp(name, all[i]->name) && qp_lut8_variant_runs(all[i]))
+            return all[i];
 #endif
     return NULL;
 }
@@ -89,11 +100,11 @@ bool qp_lut16_apply_variant(const char *name, const uint8_t *table,
 {
     bool ref;
     const struct qp_lut8_variant *v = by_name(name, &ref);
-    if (v)
+    if (v && v->apply2)
         v->apply2(table, a, b, n, y);
     else if (ref)
         qp_lut16_apply_ref(table, a, b, n, y);
-    return v || ref;
+    return (v && v->apply2) || ref;
 }
 
 void qp_lutsum_planes(const int64_t table[256], const uint8_t *x, size_t area,
@@ -112,9 +123,9 @@ bool qp_lutsum_planes_variant(const char *name, const int64_t table[256],
 {
     bool ref;
     const struct qp_lut8_variant *v = by_name(name, &ref);
-    if (v)
+    if (v && v->sum)
         v->sum(table, x, area, planes, s);
     else if (ref)
         qp_lutsum_planes_ref(table, x, area, planes, s);
-    return v || ref;
+    return (v && v->sum) || ref;
 }

@@ -2,9 +2,11 @@
  * run elementwise functions of 8-bit activations (the int mode's
  * activations, x + c, x * c, ...). The reference is the plain loop; the
  * AVX-512 VBMI variant looks up 64 bytes at a time (two 128-entry
- * permutes and a blend on the index's top bit) and gives the same bytes
- * (tests/unit/test-lut-s8.c). Chosen once; QP_KERNELS caps it like every
- * kernel family (kernels/dispatch.h). */
+ * permutes and a blend on the index's top bit), the AVX2 one 32 at a time
+ * (16 vpshufb lookups of 16 entries, kernels/x86/lut-s8-avx2.c; single
+ * tables only, the pair tables and sums run the reference there); both
+ * give the same bytes (tests/unit/test-lut-s8.c). Chosen once; QP_KERNELS
+ * caps it like every kernel family (kernels/dispatch.h). */
 #ifndef QP_KERNELS_LUT_S8_H
 #define QP_KERNELS_LUT_S8_H
 
@@ -18,8 +20,8 @@
 void qp_lut8_apply(const uint8_t table[256], const uint8_t *x, size_t n,
                    uint8_t *y);
 
-/* The reference, and the variant by name ("ref" or "avx512-vbmi"; false
- * when this machine lacks it), for tests. */
+/* The reference, and the variant by name ("ref", "avx2" or
+ * "avx512-vbmi"; false when this machine lacks it), for tests. */
 void qp_lut8_apply_ref(const uint8_t table[256], const uint8_t *x, size_t n,
                        uint8_t *y);
 bool qp_lut8_apply_variant(const char *name, const uint8_t table[256],
@@ -34,7 +36,8 @@ void qp_lut16_apply(const uint8_t *table, const uint8_t *a, const uint8_t *b,
                     size_t n, uint8_t *y);
 void qp_lut16_apply_ref(const uint8_t *table, const uint8_t *a,
                         const uint8_t *b, size_t n, uint8_t *y);
-/* The pair variant by name, as qp_lut8_apply_variant. */
+/* The pair variant by name, as qp_lut8_apply_variant (false also for a
+ * variant without pair tables). */
 bool qp_lut16_apply_variant(const char *name, const uint8_t *table,
                             const uint8_t *a, const uint8_t *b, size_t n,
                             uint8_t *y);
@@ -52,12 +55,13 @@ void qp_lutsum_planes(const int64_t table[256], const uint8_t *x, size_t area,
                       size_t planes, int64_t *s);
 void qp_lutsum_planes_ref(const int64_t table[256], const uint8_t *x,
                           size_t area, size_t planes, int64_t *s);
-/* The sum variant by name, as qp_lut8_apply_variant. */
+/* The sum variant by name, as qp_lut8_apply_variant (false also for a
+ * variant without table sums). */
 bool qp_lutsum_planes_variant(const char *name, const int64_t table[256],
                               const uint8_t *x, size_t area, size_t planes,
                               int64_t *s);
 
-/* "ref" or "avx512-vbmi": the variant qp_lut8_apply uses. */
+/* "ref", "avx2" or "avx512-vbmi": the variant qp_lut8_apply uses. */
 const char *qp_lut8_variant(void);
 
 /* A SIMD variant, for the dispatch table (kernels/dispatch.c): it needs
@@ -76,6 +80,7 @@ struct qp_lut8_variant {
 };
 #if defined(__x86_64__)
 extern const struct qp_lut8_variant qp_lut8_vbmi; /* AVX-512 VBMI */
+extern const struct qp_lut8_variant qp_lut8_avx2; /* AVX2, single tables */
 #endif
 /* True when this CPU runs v (QP_KERNELS not consulted). */
 bool qp_lut8_variant_runs(const struct qp_lut8_variant *v);

@@ -1,8 +1,9 @@
 /* Byte lookup tables (kernels/lut-s8.h): every variant this machine has
  * gives the reference's bytes on every length up to 200 (all tails) and
- * a long random run, with a table whose halves differ (the top bit's
- * blend) and in place; the pair tables the same, their last entries
- * included. */
+ * a long random run holding every index, with a table whose halves differ
+ * (the top bit's blend) and random tables, apart and in place, and the
+ * variant the dispatch chose is among them; the pair tables the same,
+ * their last entries included. */
 #include <string.h>
 
 #include "kernels/lut-s8.h"
@@ -11,24 +12,39 @@
 
 QP_TEST(lut8_variants_match_the_reference)
 {
-    uint8_t table[256], x[5000], want[5000], got[5000];
+    static uint8_t table[256], x[5000], want[5000], got[5000];
     uint64_t r = 11;
+    kt_fill8(&r, x, sizeof x, 0);
+    for (int i = 0; i < 256; i++) /* every index, in order, first */
+        x[i] = (uint8_t)i;
+    const char *names[3] = {"ref", "avx2", "avx512-vbmi"};
+    int ran = 0, bad = 0;
+    bool chosen_ran = !strcmp(qp_lut8_variant(), "ref");
+    /* a table whose halves differ, then random ones (every row and
+     * every nibble of the AVX2 variant's differences matters) */
+    for (int t = 0; t < 4; t++) {
+        for (int i = 0; i < 256; i++)
+            table[i] = t ? (uint8_t)kt_next(&r)
+                         : (uint8_t)(i * 37 + 11) ^ (i >= 128 ? 0xA5 : 0);
+        for (int v = 0; v < 3; v++)
+            for (size_t n = 0; n <= 5000; n = n < 200 ? n + 1 : n + 4800) {
+                memset(got, 0xEE, sizeof got);
+                if (!qp_lut8_apply_variant(names[v], table, x, n, got))
+                    break;
+                qp_lut8_apply_ref(table, x, n, want);
+                bad += memcmp(want, got, n) != 0 || (n < 5000 && got[n] != 0xEE);
+                memcpy(got, x, n); /* in place */
+                qp_lut8_apply_variant(names[v], table, got, n, got);
+                bad += memcmp(want, got, n) != 0;
+                ran++;
+                chosen_ran |= !strcmp(names[v], qp_lut8_variant());
+            }
+    }
+    CHECK(ran >= 4 * 202);
+    CHECK(chosen_ran);
+    CHECK_INT(bad, 0);
     for (int i = 0; i < 256; i++)
         table[i] = (uint8_t)(i * 37 + 11) ^ (i >= 128 ? 0xA5 : 0);
-    kt_fill8(&r, x, sizeof x, 0);
-    const char *names[2] = {"ref", "avx512-vbmi"};
-    int ran = 0, bad = 0;
-    for (int v = 0; v < 2; v++)
-        for (size_t n = 0; n <= 5000; n = n < 200 ? n + 1 : n + 4800) {
-            memset(got, 0xEE, sizeof got);
-            if (!qp_lut8_apply_variant(names[v], table, x, n, got))
-                break;
-            qp_lut8_apply_ref(table, x, n, want);
-            bad += memcmp(want, got, n) != 0 || (n < 5000 && got[n] != 0xEE);
-            ran++;
-        }
-    CHECK(ran >= 202);
-    CHECK_INT(bad, 0);
     /* hand values, in place */
     uint8_t v[4] = {0, 127, 128, 255};
     qp_lut8_apply(table, v, 4, v);
@@ -50,9 +66,9 @@ QP_TEST(lut16_variants_match_the_reference)
     a[7] = b[7] = 255; /* the table's last entry, at its end */
     a[8] = 255;
     b[8] = 252;
-    const char *names[2] = {"ref", "avx512-vbmi"};
+    const char *names[3] = {"ref", "avx2", "avx512-vbmi"};
     int ran = 0, bad = 0;
-    for (int v = 0; v < 2; v++)
+    for (int v = 0; v < 3; v++)
         for (size_t n = 0; n <= 3000; n = n < 70 ? n + 1 : n + 2930) {
             memset(got, 0xEE, sizeof got);
             if (!qp_lut16_apply_variant(names[v], table, a, b, n, got))
@@ -84,7 +100,7 @@ QP_TEST(lutsum_variants_match_the_reference)
     uint64_t r = 17;
     kt_fill8(&r, x, sizeof x, 0);
     const int64_t spans[6] = {200, 1 << 20, INT64_C(1) << 36, 0, -1, -2};
-    const char *names[2] = {"ref", "avx512-vbmi"};
+    const char *names[3] = {"ref", "avx2", "avx512-vbmi"};
     int ran = 0, bad = 0;
     for (int t = 0; t < 6; t++) {
         for (int k = 0; k < 256; k++)
@@ -93,7 +109,7 @@ QP_TEST(lutsum_variants_match_the_reference)
                 : spans[t] == -2 ? (int64_t)(float)(((int8_t)k + 3) * -9876543.0)
                 : spans[t] ? (int64_t)(kt_next(&r) % (uint64_t)spans[t]) - spans[t] / 3
                            : (int64_t)kt_next(&r);
-        for (int v = 0; v < 2; v++)
+        for (int v = 0; v < 3; v++)
             for (size_t area = 0; area <= 1000; area = area < 200 ? area + 1 : area + 800) {
                 got[3] = 0x5EED;
                 if (!qp_lutsum_planes_variant(names[v], table, x, area, 3, got))
