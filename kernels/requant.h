@@ -97,6 +97,11 @@ struct qp_rq {
     int32_t zero_point;      /* output zero point */
     int32_t qmin, qmax;      /* final clamp, output units */
     enum qp_dtype out_dtype; /* QP_DTYPE_I8, QP_DTYPE_U8 or QP_DTYPE_I16 */
+    /* Every shift <= 0 and no multiplier INT32_MIN (qp_rq_prepare_fixed
+     * sets it): the double-rounding flavors' left shift and saturating
+     * multiply have nothing to do, and the SIMD rows leave them out. false
+     * (the safe value) in a struct filled by hand. */
+    bool right_only;
 };
 
 /* A view of rq restricted to channels [c0, c0 + n) (a conv group, a

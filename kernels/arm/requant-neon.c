@@ -38,14 +38,17 @@ bool qp_rq_neon_covers(enum qp_rq_flavor f)
 /* tflite-double (sat_left 0, sat_mul 1), cmsis-nn-double (0, 0),
  * gemmlowp (1, 1): see scale_double/high_mul/div_pot in the reference. */
 INLINE int32x4_t scale_double(int32x4_t x, int32x4_t m, int32x4_t sh,
-                              bool sat_left, bool sat_mul)
+                              bool sat_left, bool sat_mul, bool no_left)
 {
     const int32x4_t zero = vdupq_n_s32(0);
-    int32x4_t left = vmaxq_s32(sh, zero);
-    int32x4_t nright = vminq_s32(sh, zero); /* -right, in [-31, 0] */
-    /* gemmlowp's ShiftLeft saturates (SQSHL); TFLite's and CMSIS-NN's
-     * x * (1 << left) wraps (SSHL keeps the low 32 bits) */
-    int32x4_t xs = sat_left ? vqshlq_s32(x, left) : vshlq_s32(x, left);
+    int32x4_t nright = sh, xs = x; /* no_left: every shift <= 0 */
+    if (!no_left) {
+        int32x4_t left = vmaxq_s32(sh, zero);
+        nright = vminq_s32(sh, zero); /* -right, in [-31, 0] */
+        /* gemmlowp's ShiftLeft saturates (SQSHL); TFLite's and CMSIS-NN's
+         * x * (1 << left) wraps (SSHL keeps the low 32 bits) */
+        xs = sat_left ? vqshlq_s32(x, left) : vshlq_s32(x, left);
+    }
     /* SQRDMULH: sat((2 xs m + 2^31) >> 32) = floor((xs m + 2^30) / 2^31),
      * gemmlowp's nudged quotient for either sign; it saturates only
      * INT32_MIN * INT32_MIN, to INT32_MAX as gemmlowp does. CMSIS-NN's

@@ -214,6 +214,9 @@ enum qp_status qp_rq_prepare_fixed(struct qp_rq *rq, enum qp_rq_flavor f,
         return st;
     memcpy(rq->multiplier, multiplier, channels * sizeof *multiplier);
     memcpy(rq->shift, shift, channels * sizeof *shift);
+    rq->right_only = true;
+    for (size_t c = 0; c < channels; c++)
+        rq->right_only &= shift[c] <= 0 && multiplier[c] != INT32_MIN;
     return QP_OK;
 }
 

@@ -51,35 +51,41 @@ INLINE __m256i shl_sat(__m256i x, __m256i l)
 }
 
 /* tflite-double (sat_left 0, sat_mul 1), cmsis-nn-double (0, 0),
- * gemmlowp (1, 1): see scale_double/high_mul/div_pot in the reference. */
+ * gemmlowp (1, 1): see scale_double/high_mul/div_pot in the reference.
+ * no_left: every shift is <= 0 (no left shift to make). */
 INLINE __m256i scale_double(__m256i x, __m256i m, __m256i sh, bool sat_left,
-                             bool sat_mul)
+                             bool sat_mul, bool no_left)
 {
     const __m256i zero = _mm256_setzero_si256();
-    __m256i left = _mm256_max_epi32(sh, zero);
-    __m256i right = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
-    __m256i xs = sat_left ? shl_sat(x, left) : _mm256_sllv_epi32(x, left);
-    /* floor((a*b + 2^30) / 2^31) = high 32 bits of 2ab + 2^31; 2ab
-     * overflows only for INT32_MIN^2, where it wraps to INT32_MIN (CMSIS-NN's
-     * no_sat result) and gemmlowp saturates */
-    const __m256i half = _mm256_set1_epi64x(INT64_C(1) << 31);
-    __m256i pe = _mm256_mul_epi32(xs, m);
+    __m256i right, xs = x;
+    if (no_left) {
+        right = _mm256_sub_epi32(zero, sh);
+    } else {
+        __m256i left = _mm256_max_epi32(sh, zero);
+        right = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
+        xs = sat_left ? shl_sat(x, left) : _mm256_sllv_epi32(x, left);
+    }
+    /* floor((a*b + 2^30) / 2^31) = bits 31..62 of p = a*b + 2^30 (|a*b| <=
+     * 2^62: no overflow): the even lanes' p shifted right by 31 (logically:
+     * only the low 32 bits are kept), the odd lanes' doubled, whose high
+     * half they are. For INT32_MIN^2 that is INT32_MIN, what CMSIS-NN's
+     * no_sat product wraps to; gemmlowp and TFLite saturate it below. */
+    const __m256i q30 = _mm256_set1_epi64x(INT64_C(1) << 30);
+    __m256i pe = _mm256_add_epi64(_mm256_mul_epi32(xs, m), q30);
     __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(xs, 32), _mm256_srli_epi64(m, 32));
-    pe = _mm256_add_epi64(_mm256_add_epi64(pe, pe), half);
-    po = _mm256_add_epi64(_mm256_add_epi64(po, po), half);
-    __m256i h = high32(pe, po);
+    po = _mm256_add_epi64(po, q30);
+    __m256i h = _mm256_blend_epi32(_mm256_srli_epi64(pe, 31), _mm256_add_epi64(po, po), 0xAA);
     if (sat_mul) {
         const __m256i min = _mm256_set1_epi32(INT32_MIN);
         __m256i both = _mm256_and_si256(_mm256_cmpeq_epi32(xs, min), _mm256_cmpeq_epi32(m, min));
         h = _mm256_blendv_epi8(h, _mm256_set1_epi32(INT32_MAX), both);
     }
-    /* RoundingDivideByPOT */
-    __m256i mask = _mm256_sub_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), right),
-                                    _mm256_set1_epi32(1));
-    __m256i rem = _mm256_and_si256(h, mask);
-    __m256i thr = _mm256_sub_epi32(_mm256_srai_epi32(mask, 1), _mm256_cmpgt_epi32(zero, h));
-    __m256i q = _mm256_srav_epi32(h, right);
-    return _mm256_sub_epi32(q, _mm256_cmpgt_epi32(rem, thr));
+    /* RoundingDivideByPOT, half away from zero: |h| + 2^(right-1) (unsigned,
+     * at most 2^31 + 2^30) shifted, with h's sign put back (vpsignd; h = 0
+     * gives 0 either way) */
+    __m256i bias = _mm256_srli_epi32(_mm256_sllv_epi32(_mm256_set1_epi32(1), right), 1);
+    __m256i q = _mm256_srlv_epi32(_mm256_add_epi32(_mm256_abs_epi32(h), bias), right);
+    return _mm256_sign_epi32(q, h);
 }
 
 /* tflite-single and cmsis-nn-single (scale_single in the reference). */

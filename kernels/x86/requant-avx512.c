@@ -49,13 +49,18 @@ INLINE __m512i shl_sat(__m512i x, __m512i l)
  * (unsigned: at most 2^31 + 2^30), negated back where h < 0: the same
  * round-half-away-from-zero as the reference's remainder and threshold. */
 INLINE __m512i scale_double(__m512i x, __m512i m, __m512i sh, bool sat_left,
-                              bool sat_mul)
+                              bool sat_mul, bool no_left)
 {
     const __m512i zero = _mm512_setzero_si512();
     const __m512i one = _mm512_set1_epi32(1);
-    __m512i left = _mm512_max_epi32(sh, zero);
-    __m512i right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
-    __m512i xs = sat_left ? shl_sat(x, left) : _mm512_sllv_epi32(x, left);
+    __m512i right, xs = x;
+    if (no_left) { /* every shift <= 0 */
+        right = _mm512_sub_epi32(zero, sh);
+    } else {
+        __m512i left = _mm512_max_epi32(sh, zero);
+        right = _mm512_max_epi32(_mm512_sub_epi32(zero, sh), zero);
+        xs = sat_left ? shl_sat(x, left) : _mm512_sllv_epi32(x, left);
+    }
     __m512i pe, po;
     mul_pairs(xs, m, &pe, &po);
     const __m512i q30 = _mm512_set1_epi64(INT64_C(1) << 30);

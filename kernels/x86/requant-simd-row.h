@@ -25,8 +25,9 @@
  * (V_TAIL, one channel) or the reference. */
 
 /* simple: the shifts are <= 0 and no multiplier is INT32_MIN (one
- * channel's, checked by run()), so the double-rounding flavors' left
- * shift cannot saturate nor their multiply: both checks left out. */
+ * channel's, checked by run(); every channel's, rq->right_only), so the
+ * double-rounding flavors make no left shift and their multiply cannot
+ * saturate: that step and both checks are left out. */
 static inline __attribute__((always_inline)) VI
 vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per,
     bool simple, VI x, const struct params *p)
@@ -38,7 +39,8 @@ vec(enum qp_rq_flavor f, const struct qp_rq *rq, size_t k, bool per,
         return clamp(v_add(scale_double(x, v_loadi(rq->multiplier, k, per),
                                         v_loadi(rq->shift, k, per),
                                         f == QP_RQ_GEMMLOWP && !simple,
-                                        f != QP_RQ_CMSIS_NN_DOUBLE && !simple),
+                                        f != QP_RQ_CMSIS_NN_DOUBLE && !simple,
+                                        simple),
                            p->zp), p);
     case QP_RQ_TFLITE_SINGLE:
     case QP_RQ_CMSIS_NN_SINGLE:
@@ -117,7 +119,11 @@ run(enum qp_rq_flavor f, const struct qp_rq *rq, size_t c, bool per,
     struct params p;
     params_init(&p, rq);
     size_t kb = rq->channels == 1 ? 0 : c, i;
-    if (per) {
+    bool dbl = f == QP_RQ_TFLITE_DOUBLE || f == QP_RQ_CMSIS_NN_DOUBLE ||
+               f == QP_RQ_GEMMLOWP;
+    if (per && dbl && rq->right_only) {
+        i = run_dtype(f, rq, c, kb, true, true, acc, n, out, &p);
+    } else if (per) {
         i = run_dtype(f, rq, c, kb, true, false, acc, n, out, &p);
     } else {
         /* One channel: its constants copied where no store through out
@@ -133,8 +139,6 @@ run(enum qp_rq_flavor f, const struct qp_rq *rq, size_t c, bool per,
         one.shift = &sh;
         one.scale = &sc;
         one.scale_d = &sd;
-        bool dbl = f == QP_RQ_TFLITE_DOUBLE || f == QP_RQ_CMSIS_NN_DOUBLE ||
-                   f == QP_RQ_GEMMLOWP;
         if (dbl && sh <= 0 && m != INT32_MIN)
             i = run_dtype(f, &one, 0, 0, false, true, acc, n, out, &p);
         else

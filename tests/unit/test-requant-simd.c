@@ -1,7 +1,8 @@
 /* The SIMD requantization variants against the reference, byte for byte:
  * every covered flavor, output dtype and layout (per-tensor, per-channel,
  * planes, ragged tails) on random and adversarial inputs (int32 extremes,
- * exact ties, left-shift overflows, saturating multipliers, clamps). */
+ * exact ties, left-shift overflows, saturating multipliers, clamps), and
+ * with every shift <= 0 (the rows that leave the saturation checks out). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,14 +59,21 @@ static bool dtype_ok(enum qp_rq_flavor f, enum qp_dtype dt)
            (f != QP_RQ_XNNPACK_FP32 && f != QP_RQ_XNNPACK_RNDNU);
 }
 
+/* right: every shift <= 0 and no multiplier INT32_MIN (the SIMD rows'
+ * right_only path, which leaves the saturation checks out) */
 static bool prepare_random(struct qp_test_ctx *ctx, enum qp_rq_flavor f,
-                           enum qp_dtype dt, size_t channels, uint64_t *s,
-                           struct qp_rq *rq)
+                           enum qp_dtype dt, size_t channels, bool right,
+                           uint64_t *s, struct qp_rq *rq)
 {
     int32_t m[64], sh[64];
     double sc[64];
-    for (size_t c = 0; c < channels; c++)
+    for (size_t c = 0; c < channels; c++) {
         draw_params(f, s, &m[c], &sh[c], &sc[c]);
+        if (right) {
+            sh[c] = sh[c] > 0 ? -sh[c] : sh[c];
+            m[c] = m[c] == INT32_MIN ? INT32_MIN + 1 : m[c];
+        }
+    }
     const struct qp_dtype_traits *tr = qp_dtype_traits(dt);
     int64_t span = tr->max - tr->min;
     uint64_t r = test_rand(s);
@@ -80,6 +88,8 @@ static bool prepare_random(struct qp_test_ctx *ctx, enum qp_rq_flavor f,
         ? qp_rq_prepare_fixed(rq, f, m, sh, channels, zp, dt, qmin, qmax, &err)
         : qp_rq_prepare_float(rq, f, sc, channels, zp, dt, qmin, qmax, &err);
     CHECK_OK(st, &err);
+    if (st == QP_OK && qp_rq_flavor_fixed(f) && right)
+        CHECK(rq->right_only);
     return st == QP_OK;
 }
 
@@ -100,7 +110,7 @@ static void compare_isa(struct qp_test_ctx *ctx, enum qp_rq_isa isa,
             size_t cols = widths[(size_t)trial % 6];
             size_t channels = trial % 2 ? cols : 1;
             struct qp_rq rq;
-            if (!prepare_random(ctx, f, dts[d], channels, &seed, &rq))
+            if (!prepare_random(ctx, f, dts[d], channels, trial / 2 % 2, &seed, &rq))
                 return;
             for (size_t i = 0; i < ROWS * cols; i++)
                 acc[i] = draw_acc(&seed);
