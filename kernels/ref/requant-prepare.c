@@ -180,6 +180,14 @@ static enum qp_status check_shift(enum qp_rq_flavor f, size_t c,
     return QP_OK;
 }
 
+/* rq->right_only from its multipliers and shifts */
+static void set_right_only(struct qp_rq *rq)
+{
+    rq->right_only = true;
+    for (size_t c = 0; c < rq->channels; c++)
+        rq->right_only &= rq->shift[c] <= 0 && rq->multiplier[c] != INT32_MIN;
+}
+
 enum qp_status qp_rq_prepare_fixed(struct qp_rq *rq, enum qp_rq_flavor f,
                                    const int32_t *multiplier,
                                    const int32_t *shift, size_t channels,
@@ -214,9 +222,7 @@ enum qp_status qp_rq_prepare_fixed(struct qp_rq *rq, enum qp_rq_flavor f,
         return st;
     memcpy(rq->multiplier, multiplier, channels * sizeof *multiplier);
     memcpy(rq->shift, shift, channels * sizeof *shift);
-    rq->right_only = true;
-    for (size_t c = 0; c < channels; c++)
-        rq->right_only &= shift[c] <= 0 && multiplier[c] != INT32_MIN;
+    set_right_only(rq);
     return QP_OK;
 }
 
@@ -287,6 +293,8 @@ enum qp_status qp_rq_prepare_float(struct qp_rq *rq, enum qp_rq_flavor f,
     }
     if (st != QP_OK)
         qp_rq_release(rq);
+    else
+        set_right_only(rq);
     return st;
 }
 

@@ -192,3 +192,32 @@ QP_TEST(requant_variant_choice)
     CHECK(qp_rq_isa_available(QP_RQ_ISA_REF));
     CHECK(!qp_rq_isa_covers(QP_RQ_ISA_REF, QP_RQ_TFLITE_DOUBLE));
 }
+
+/* right_only, from either way of preparing: scales below 1/2 give shifts
+ * < 0, a channel of scale 3 (shift 2) does not, nor an INT32_MIN
+ * multiplier. */
+QP_TEST(requant_right_only_from_scales_and_fixed)
+{
+    struct qp_error err;
+    struct qp_rq rq;
+    float ws[3] = {0.001f, 0.002f, 0.003f};
+    CHECK_OK(qp_rq_prepare_scales(&rq, QP_RQ_TFLITE_DOUBLE, 0.05f, ws, 3, 0.1f, 0,
+                                  QP_DTYPE_I8, -128, 127, &err), &err);
+    CHECK(rq.right_only);
+    qp_rq_release(&rq);
+    ws[2] = 6.0f; /* 0.05 * 6 / 0.1 = 3: shift 2 */
+    CHECK_OK(qp_rq_prepare_scales(&rq, QP_RQ_TFLITE_DOUBLE, 0.05f, ws, 3, 0.1f, 0,
+                                  QP_DTYPE_I8, -128, 127, &err), &err);
+    CHECK(!rq.right_only);
+    CHECK_INT(rq.shift[2], 2);
+    qp_rq_release(&rq);
+    int32_t m[2] = {1 << 30, INT32_MIN}, sh[2] = {-3, -1};
+    CHECK_OK(qp_rq_prepare_fixed(&rq, QP_RQ_GEMMLOWP, m, sh, 1, 0, QP_DTYPE_I8,
+                                 -128, 127, &err), &err);
+    CHECK(rq.right_only);
+    qp_rq_release(&rq);
+    CHECK_OK(qp_rq_prepare_fixed(&rq, QP_RQ_GEMMLOWP, m, sh, 2, 0, QP_DTYPE_I8,
+                                 -128, 127, &err), &err);
+    CHECK(!rq.right_only); /* INT32_MIN */
+    qp_rq_release(&rq);
+}
