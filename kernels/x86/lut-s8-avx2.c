@@ -13,8 +13,8 @@
  * (saturating): it contributes nothing. The upper half runs the same on x
  * with its top bit flipped, with D_8 .. D_15, so only x >= 128 contribute;
  * the result is the XOR of both halves. 16 lookups, 14 subtractions and
- * 16 XORs for 32 bytes; the tail goes through a 32-byte buffer (y may be
- * x). */
+ * 16 XORs for 32 bytes, 64 bytes a step; the tail goes through a 64-byte
+ * buffer (y may be x). */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <stddef.h>
@@ -26,23 +26,8 @@
 void qp_lut8_apply_avx2(const uint8_t *table, const uint8_t *x, size_t n,
                         uint8_t *y);
 
-/* table[x] for the 32 bytes of x, from the difference rows d[16] */
-INLINE __m256i look32(const __m256i *d, __m256i x)
-{
-    const __m256i sixteen = _mm256_set1_epi8(16);
-    __m256i lo = x, hi = _mm256_xor_si256(x, _mm256_set1_epi8(-128));
-    __m256i rlo = _mm256_shuffle_epi8(d[0], lo);
-    __m256i rhi = _mm256_shuffle_epi8(d[8], hi);
-    for (int k = 1; k < 8; k++) {
-        lo = _mm256_subs_epi8(lo, sixteen);
-        hi = _mm256_subs_epi8(hi, sixteen);
-        rlo = _mm256_xor_si256(rlo, _mm256_shuffle_epi8(d[k], lo));
-        rhi = _mm256_xor_si256(rhi, _mm256_shuffle_epi8(d[8 + k], hi));
-    }
-    return _mm256_xor_si256(rlo, rhi);
-}
-
-/* look32 on two vectors, sharing each row */
+/* table[x] for the 32 bytes of *a and of *b, from the difference rows
+ * d[16]; the two share each row */
 INLINE void look64(const __m256i *d, __m256i *a, __m256i *b)
 {
     const __m256i sixteen = _mm256_set1_epi8(16), top = _mm256_set1_epi8(-128);
@@ -67,6 +52,16 @@ INLINE void look64(const __m256i *d, __m256i *a, __m256i *b)
     *b = rb;
 }
 
+/* y[0..63] = table[x[0..63]] (y may be x) */
+INLINE void step64(const __m256i *d, const uint8_t *x, uint8_t *y)
+{
+    __m256i a = _mm256_loadu_si256((const __m256i *)x);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(x + 32));
+    look64(d, &a, &b);
+    _mm256_storeu_si256((__m256i *)y, a);
+    _mm256_storeu_si256((__m256i *)(y + 32), b);
+}
+
 void qp_lut8_apply_avx2(const uint8_t *table, const uint8_t *x, size_t n,
                         uint8_t *y)
 {
@@ -78,22 +73,12 @@ void qp_lut8_apply_avx2(const uint8_t *table, const uint8_t *x, size_t n,
         d[k] = _mm256_broadcastsi128_si256(r);
     }
     size_t i = 0;
-    for (; i + 64 <= n; i += 64) { /* two at a time: each row read once */
-        __m256i a = _mm256_loadu_si256((const __m256i *)(x + i));
-        __m256i b = _mm256_loadu_si256((const __m256i *)(x + i + 32));
-        look64(d, &a, &b);
-        _mm256_storeu_si256((__m256i *)(y + i), a);
-        _mm256_storeu_si256((__m256i *)(y + i + 32), b);
-    }
-    for (; i + 32 <= n; i += 32) {
-        __m256i v = _mm256_loadu_si256((const __m256i *)(x + i));
-        _mm256_storeu_si256((__m256i *)(y + i), look32(d, v));
-    }
-    if (i < n) {
-        uint8_t buf[32] = {0};
+    for (; i + 64 <= n; i += 64)
+        step64(d, x + i, y + i);
+    if (i < n) { /* the last 1..63 bytes through a zeroed buffer */
+        uint8_t buf[64] = {0};
         memcpy(buf, x + i, n - i);
-        __m256i r = look32(d, _mm256_loadu_si256((const __m256i *)buf));
-        _mm256_storeu_si256((__m256i *)buf, r);
+        step64(d, buf, buf);
         memcpy(y + i, buf, n - i);
     }
 }
