@@ -217,6 +217,8 @@ enum qp_status qp_h5_put_str_attr(hid_t obj, const char *name, const char *value
 static const char *class_name(H5T_class_t c)
 {
     switch (c) {
+    case H5T_INTEGER: return "integer";
+    case H5T_FLOAT: return "float";
     case H5T_STRING: return "string";
     case H5T_COMPOUND: return "compound";
     case H5T_BITFIELD: return "bitfield";
@@ -247,11 +249,34 @@ static bool is_h5py_bool(hid_t t)
     return true;
 }
 
+/* A number type whose bits lie outside its bytes (precision 65535 at
+ * offset 65535 in 2 bytes, say) is malformed: libhdf5 opens it and then
+ * converts it bit by bit, seconds for a few kilobytes of file. A type of
+ * fewer bits than bytes (n-bit data) is fine. */
+static bool bits_fit(hid_t t, size_t size)
+{
+    size_t prec = H5Tget_precision(t), bits = 8 * size;
+    int off = H5Tget_offset(t);
+    if (!prec || prec > bits || off < 0 || (size_t)off > bits - prec)
+        return false;
+    size_t spos, epos, esize, mpos, msize;
+    if (H5Tget_class(t) != H5T_FLOAT)
+        return true;
+    return H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) >= 0 &&
+           spos < bits && esize <= bits && epos <= bits - esize &&
+           msize <= bits && mpos <= bits - msize;
+}
+
 static enum qp_status dtype_of(hid_t t, const char *what, enum qp_dtype *out,
                                struct qp_error *err)
 {
     H5T_class_t c = H5Tget_class(t);
     size_t size = H5Tget_size(t);
+    if ((c == H5T_INTEGER || c == H5T_FLOAT) && !bits_fit(t, size))
+        return qp_fail(err, QP_E_FORMAT, "%s: its %zu-byte %s type places "
+                       "bits outside its bytes (precision %zu, offset %zu)",
+                       what, size, class_name(c), H5Tget_precision(t),
+                       (size_t)H5Tget_offset(t));
     if (c == H5T_INTEGER) {
         bool sign = H5Tget_sign(t) == H5T_SGN_2;
         static const enum qp_dtype ints[2][4] = {
@@ -309,6 +334,9 @@ static enum qp_status num_attr(hid_t obj, const char *name, hid_t mem,
     else if (c != H5T_INTEGER && c != H5T_FLOAT)
         st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' is a %s, expected "
                      "numbers", what, name, class_name(c));
+    else if (!bits_fit(ids[1], H5Tget_size(ids[1])))
+        st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' has a number type "
+                     "whose bits lie outside its bytes", what, name);
     else if (np == 0 || (size_t)np > max)
         st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' has %lld values, "
                      "expected 1..%zu", what, name, (long long)np, max);

@@ -279,3 +279,66 @@ QP_TEST(hdf5_file_image_reads_as_the_file)
     dt_free_all(src, n);
     free(path);
 }
+
+/* One int16 dataset "d" of 6 values whose type has prec bits (2 bytes). */
+static bool write_int16(const char *path, size_t prec, const int16_t *v)
+{
+    hsize_t dims[1] = {6};
+    hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t t = H5Tcopy(H5T_STD_I16LE), sp = H5Screate_simple(1, dims, NULL);
+    bool ok = f >= 0 && t >= 0 && sp >= 0 && H5Tset_precision(t, prec) >= 0;
+    hid_t ds = ok ? H5Dcreate2(f, "d", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
+                  : H5I_INVALID_HID;
+    ok = ds >= 0 && H5Dwrite(ds, H5T_NATIVE_INT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0;
+    if (ds >= 0)
+        H5Dclose(ds);
+    H5Sclose(sp);
+    H5Tclose(t);
+    return H5Fclose(f) >= 0 && ok;
+}
+
+QP_TEST(hdf5_number_type_with_bits_outside_its_bytes_is_refused)
+{
+    /* the campaign's slow unit: a 2-byte integer declaring precision 65535
+     * at offset 65535, which libhdf5 opens and converts bit by bit (5.6 s
+     * for a 12 KB file); an n-bit type (12 bits in 2 bytes) still reads */
+    struct qp_error err = {0};
+    char *path = qp_test_path(ctx, "bits.h5");
+    const int16_t v[6] = {-2048, -1, 0, 1, 1000, 2047};
+    REQUIRE(write_int16(path, 12, v));
+    struct qp_dump *d;
+    struct qp_tensor *t = NULL;
+    REQUIRE_OK(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), &err);
+    REQUIRE_OK(qp_dump_load(d, 0, &t, &err), &err);
+    CHECK(t->dtype == QP_DTYPE_I16 && t->nbytes == sizeof v &&
+          !memcmp(t->data, v, sizeof v));
+    qp_tensor_free(t);
+    qp_dump_close(d);
+
+    /* the fixed-point datatype message (version 1, signed, 2 bytes, offset
+     * 0, precision 16) with offset and precision set to 65535 */
+    REQUIRE(write_int16(path, 16, v));
+    char *bytes;
+    size_t len;
+    REQUIRE_OK(qp_read_file(path, 1 << 20, &bytes, &len, &err), &err);
+    static const unsigned char msg[12] = {0x10, 0x08, 0, 0, 2, 0, 0, 0, 0, 0, 16, 0};
+    unsigned char *m = memmem(bytes, len, msg, sizeof msg);
+    REQUIRE(m != NULL);
+    memset(m + 8, 0xff, 4);
+    FILE *fp = fopen(path, "wb");
+    REQUIRE(fp && fwrite(bytes, 1, len, fp) == len && fclose(fp) == 0);
+    free(bytes);
+    enum qp_status st = qp_dump_open(path, QP_DUMP_AUTO, &d, &err);
+    if (st == QP_OK) {
+        t = NULL;
+        st = qp_dump_load(d, 0, &t, &err);
+        CHECK(t == NULL);
+        qp_dump_close(d);
+    }
+    CHECK(st == QP_E_FORMAT);
+    CHECK_CONTAINS(err.msg, "bits.h5");
+    CHECK_CONTAINS(err.msg, "dataset 'd'");
+    CHECK_CONTAINS(err.msg, "2-byte integer type places bits outside its "
+                            "bytes (precision 65535, offset 65535)");
+    free(path);
+}
