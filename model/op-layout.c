@@ -645,12 +645,19 @@ static enum qp_status where_run(const struct qp_op_ctx *c,
     qp_bcast_init(&b, &od, c->in, 3);
     size_t es = qp_elem_size(od.dtype);
     const uint8_t *cond = c->in[0]->data;
-    for (size_t o = 0; o < b.total; o++) {
+    size_t n = b.inner, rows = n ? b.total / n : 0;
+    int64_t step[3];
+    for (int j = 0; j < 3; j++)
+        step[j] = b.stride[j][b.nd - 1];
+    for (size_t r = 0; r < rows; r++) { /* offsets once a row */
         int64_t off[3];
-        qp_bcast_at(&b, o, off);
-        int k = cond[off[0]] ? 1 : 2;
-        memcpy((char *)out[0]->data + o * es,
-               (const char *)c->in[k]->data + (size_t)off[k] * es, es);
+        qp_bcast_row(&b, r, off);
+        char *d = (char *)out[0]->data + r * n * es;
+        for (size_t i = 0; i < n; i++) {
+            int k = cond[off[0] + (int64_t)i * step[0]] ? 1 : 2;
+            memcpy(d + i * es, (const char *)c->in[k]->data +
+                   (size_t)(off[k] + (int64_t)i * step[k]) * es, es);
+        }
     }
     return QP_OK;
 }

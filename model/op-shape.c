@@ -199,6 +199,19 @@ static enum qp_status expand_infer(const struct qp_op_ctx *c,
     return QP_OK;
 }
 
+/* n elements of es bytes at d, each the element at s: doubling copies */
+static void fill_repeat(char *d, const char *s, size_t n, size_t es)
+{
+    size_t done = n ? es : 0, all = n * es;
+    if (n)
+        memcpy(d, s, es);
+    for (; done < all; done *= 2)
+        memcpy(d + done, d, done < all - done ? done : all - done);
+}
+
+/* A row of the output at a time: its input offset once (no division per
+ * element), then one memcpy of a contiguous row or a fill of a broadcast
+ * one; per element it took seconds on a 332-byte model expanding to 64M. */
 static enum qp_status expand_run(const struct qp_op_ctx *c,
                                  struct qp_tensor *const *out,
                                  struct qp_error *err)
@@ -208,12 +221,18 @@ static enum qp_status expand_run(const struct qp_op_ctx *c,
     struct qp_bcast b;
     qp_tdesc_of(out[0], &od);
     qp_bcast_init(&b, &od, c->in, 1);
-    size_t es = qp_elem_size(od.dtype);
-    for (size_t o = 0; o < b.total; o++) {
+    size_t es = qp_elem_size(od.dtype), n = b.inner;
+    size_t rows = n ? b.total / n : 0;
+    int64_t step = b.stride[0][b.nd - 1];
+    for (size_t r = 0; r < rows; r++) {
         int64_t off;
-        qp_bcast_at(&b, o, &off);
-        memcpy((char *)out[0]->data + o * es,
-               (const char *)c->in[0]->data + (size_t)off * es, es);
+        qp_bcast_row(&b, r, &off);
+        char *d = (char *)out[0]->data + r * n * es;
+        const char *s = (const char *)c->in[0]->data + (size_t)off * es;
+        if (step == 1)
+            memcpy(d, s, n * es);
+        else
+            fill_repeat(d, s, n, es);
     }
     return QP_OK;
 }

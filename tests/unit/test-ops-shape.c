@@ -167,6 +167,23 @@ QP_TEST(ops_gather_pad_expand_tile_where)
         one_end(&o);
     }
     {
+        /* rows copied whole: the outer dims broadcast, the last is the input's */
+        struct qp_tensor *in[2] = {iota("x", 1, SHAPE(3)),
+                                   TI64("s", 1, SHAPE(3), VALS(2, 2, 3))};
+        RUN("Expand", 13, 2, in, 1, (void)0);
+        CHECK_TENSOR(o.out[0], 3, SHAPE(2, 2, 3),
+                     VALS(0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2), 0);
+        one_end(&o);
+    }
+    {
+        /* a row of 5 filled from one element (copies of 1, 2 and 1 after it) */
+        struct qp_tensor *in[2] = {iota("x", 2, SHAPE(2, 1)),
+                                   TI64("s", 1, SHAPE(2), VALS(2, 5))};
+        RUN("Expand", 13, 2, in, 1, (void)0);
+        CHECK_TENSOR(o.out[0], 2, SHAPE(2, 5), VALS(0, 0, 0, 0, 0, 1, 1, 1, 1, 1), 0);
+        one_end(&o);
+    }
+    {
         struct qp_tensor *in[2] = {iota("x", 2, SHAPE(1, 2)),
                                    TI64("r", 1, SHAPE(2), VALS(2, 2))};
         RUN("Tile", 13, 2, in, 1, (void)0);
@@ -179,6 +196,17 @@ QP_TEST(ops_gather_pad_expand_tile_where)
                                    TF32("b", 0, NULL, VALS(-1))};
         RUN("Where", 16, 3, in, 1, (void)0);
         CHECK_TENSOR(o.out[0], 2, SHAPE(2, 2), VALS(1, -1, 2, -1), 0);
+        one_end(&o);
+    }
+    {
+        /* three operands broadcasting on different dims of a 2x2x3 output */
+        struct qp_tensor *in[3] = {tt("c", QP_DTYPE_BOOL, 3, SHAPE(2, 1, 3),
+                                      VALS(1, 0, 1, 0, 1, 1)),
+                                   TF32("a", 1, SHAPE(3), VALS(10, 20, 30)),
+                                   TF32("b", 3, SHAPE(2, 2, 1), VALS(-1, -2, -3, -4))};
+        RUN("Where", 16, 3, in, 1, (void)0);
+        CHECK_TENSOR(o.out[0], 3, SHAPE(2, 2, 3),
+                     VALS(10, -1, 30, 10, -2, 30, -3, 20, 30, -4, 20, 30), 0);
         one_end(&o);
     }
 }
