@@ -356,11 +356,18 @@ static enum qp_status attach(struct qp_dump *d, struct qp_tensor *e,
         goto out;
     }
     qp_tensor_read_f32(s, 0, n, sv);
-    for (size_t k = 0; z && k < n; k++) {
+    for (size_t k = 0; z && k < n && !st; k++) {
         float v;
         qp_tensor_read_f32(z, k, 1, &v);
-        zv[k] = (int32_t)v;
+        if (v >= -2147483648.0f && v < 2147483648.0f)
+            zv[k] = (int32_t)v;
+        else
+            st = qp_fail(err, QP_E_FORMAT,
+                         "'%s': zero_point of '%s' holds %.9g at [%zu], outside "
+                         "int32", d->path, e->name, (double)v, k);
     }
+    if (st)
+        goto out;
     st = qp_tensor_set_qparams(e, n, sv, zv, axis, block, err);
 out:
     free(sv);

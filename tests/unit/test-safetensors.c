@@ -219,6 +219,12 @@ QP_TEST(safetensors_rejects_malformed_files)
          "\"w\":{\"dtype\":\"I8\",\"shape\":[2,2],\"data_offsets\":[0,4]},"
          "\"w.scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 16,
          QP_E_SHAPE, "tensor 'w': 1 scales given, axis 1 block 1 needs 4"},
+        /* an I64 zero point of the bytes of 3.0f, 4.0f: outside int32, where
+         * a cast to int32 is undefined */
+        {"{\"w\":{\"dtype\":\"I8\",\"shape\":[2],\"data_offsets\":[0,2]},"
+         "\"w.scale\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
+         "\"w.zero_point\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[8,16]}}",
+         16, QP_E_FORMAT, "zero_point of 'w' holds 4.64771482e+18 at [0], outside int32"},
     };
     char *path = qp_test_path(ctx, "bad.safetensors");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
