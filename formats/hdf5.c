@@ -249,22 +249,38 @@ static bool is_h5py_bool(hid_t t)
     return true;
 }
 
-/* A number type whose bits lie outside its bytes (precision 65535 at
- * offset 65535 in 2 bytes, say) is malformed: libhdf5 opens it and then
- * converts it bit by bit, seconds for a few kilobytes of file. A type of
- * fewer bits than bytes (n-bit data) is fine. */
-static bool bits_fit(hid_t t, size_t size)
+/* The bits of a number type: its precision at its offset and, for a
+ * float, the exponent and mantissa fields. */
+struct h5_bits {
+    size_t prec, off, epos, esize, mpos, msize;
+};
+
+/* Whether number type t of class c (integer or float) and size bytes
+ * keeps its bits inside its bytes; b gets them, why (n bytes) which lie
+ * outside when they do not. Such a type (precision 65535 at offset 65535
+ * in 2 bytes, say) is malformed: libhdf5 opens it and then converts it
+ * bit by bit, seconds for a few kilobytes of file. A type of fewer bits
+ * than bytes (n-bit data) is fine. */
+static bool bits_fit(hid_t t, H5T_class_t c, size_t size, struct h5_bits *b,
+                     char *why, size_t n)
 {
-    size_t prec = H5Tget_precision(t), bits = 8 * size;
+    size_t spos, bits = 8 * size;
     int off = H5Tget_offset(t);
-    if (!prec || prec > bits || off < 0 || (size_t)off > bits - prec)
+    *b = (struct h5_bits){.prec = H5Tget_precision(t), .off = off < 0 ? 0 : (size_t)off};
+    if (!b->prec || b->prec > bits || off < 0 || b->off > bits - b->prec) {
+        snprintf(why, n, "precision %zu, offset %d", b->prec, off);
         return false;
-    size_t spos, epos, esize, mpos, msize;
-    if (H5Tget_class(t) != H5T_FLOAT)
+    }
+    if (c != H5T_FLOAT)
         return true;
-    return H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) >= 0 &&
-           spos < bits && esize <= bits && epos <= bits - esize &&
-           msize <= bits && mpos <= bits - msize;
+    if (H5Tget_fields(t, &spos, &b->epos, &b->esize, &b->mpos, &b->msize) < 0 ||
+        spos >= bits || b->esize > bits || b->epos > bits - b->esize ||
+        b->msize > bits || b->mpos > bits - b->msize) {
+        snprintf(why, n, "sign at bit %zu, exponent %zu bits at %zu, mantissa "
+                 "%zu bits at %zu", spos, b->esize, b->epos, b->msize, b->mpos);
+        return false;
+    }
+    return true;
 }
 
 static enum qp_status dtype_of(hid_t t, const char *what, enum qp_dtype *out,
@@ -272,11 +288,13 @@ static enum qp_status dtype_of(hid_t t, const char *what, enum qp_dtype *out,
 {
     H5T_class_t c = H5Tget_class(t);
     size_t size = H5Tget_size(t);
-    if ((c == H5T_INTEGER || c == H5T_FLOAT) && !bits_fit(t, size))
+    struct h5_bits b;
+    char why[160];
+    if ((c == H5T_INTEGER || c == H5T_FLOAT) &&
+        !bits_fit(t, c, size, &b, why, sizeof why))
         return qp_fail(err, QP_E_FORMAT, "%s: its %zu-byte %s type places "
-                       "bits outside its bytes (precision %zu, offset %zu)",
-                       what, size, class_name(c), H5Tget_precision(t),
-                       (size_t)H5Tget_offset(t));
+                       "bits outside its bytes (%s)", what, size,
+                       class_name(c), why);
     if (c == H5T_INTEGER) {
         bool sign = H5Tget_sign(t) == H5T_SGN_2;
         static const enum qp_dtype ints[2][4] = {
@@ -291,18 +309,15 @@ static enum qp_status dtype_of(hid_t t, const char *what, enum qp_dtype *out,
                        "supported", what, size);
     }
     if (c == H5T_FLOAT) {
-        size_t spos, epos, esize, mpos, msize;
-        if (H5Tget_fields(t, &spos, &epos, &esize, &mpos, &msize) < 0)
-            return qp_h5_fail(err, QP_E_FORMAT, what);
         for (size_t k = 0; k < sizeof float_layouts / sizeof float_layouts[0]; k++)
-            if (float_layouts[k].size == size && float_layouts[k].esize == esize &&
-                float_layouts[k].msize == msize) {
+            if (float_layouts[k].size == size && float_layouts[k].esize == b.esize &&
+                float_layouts[k].msize == b.msize) {
                 *out = float_layouts[k].dtype;
                 return QP_OK;
             }
         return qp_fail(err, QP_E_UNSUPPORTED, "%s: %zu-byte floats with %zu "
                        "exponent and %zu mantissa bits are not supported", what,
-                       size, esize, msize);
+                       size, b.esize, b.msize);
     }
     if (c == H5T_ENUM && is_h5py_bool(t)) {
         *out = QP_DTYPE_BOOL;
@@ -329,14 +344,16 @@ static enum qp_status num_attr(hid_t obj, const char *name, hid_t mem,
     hid_t a = ids[0];
     hssize_t np = H5Sget_simple_extent_npoints(ids[2]);
     H5T_class_t c = H5Tget_class(ids[1]);
+    struct h5_bits bits;
+    char why[160];
     if (np < 0)
         st = qp_h5_fail(err, QP_E_FORMAT, what);
     else if (c != H5T_INTEGER && c != H5T_FLOAT)
         st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' is a %s, expected "
                      "numbers", what, name, class_name(c));
-    else if (!bits_fit(ids[1], H5Tget_size(ids[1])))
+    else if (!bits_fit(ids[1], c, H5Tget_size(ids[1]), &bits, why, sizeof why))
         st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' has a number type "
-                     "whose bits lie outside its bytes", what, name);
+                     "whose bits lie outside its bytes (%s)", what, name, why);
     else if (np == 0 || (size_t)np > max)
         st = qp_fail(err, QP_E_FORMAT, "%s: attribute '%s' has %lld values, "
                      "expected 1..%zu", what, name, (long long)np, max);

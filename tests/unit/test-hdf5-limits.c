@@ -280,21 +280,55 @@ QP_TEST(hdf5_file_image_reads_as_the_file)
     free(path);
 }
 
-/* One int16 dataset "d" of 6 values whose type has prec bits (2 bytes). */
-static bool write_int16(const char *path, size_t prec, const int16_t *v)
+/* One dataset "d" of 6 values (mem-typed v) of type base cut to prec
+ * bits. */
+static bool write_six(const char *path, hid_t base, size_t prec, hid_t mem,
+                      const void *v)
 {
     hsize_t dims[1] = {6};
     hid_t f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-    hid_t t = H5Tcopy(H5T_STD_I16LE), sp = H5Screate_simple(1, dims, NULL);
+    hid_t t = H5Tcopy(base), sp = H5Screate_simple(1, dims, NULL);
     bool ok = f >= 0 && t >= 0 && sp >= 0 && H5Tset_precision(t, prec) >= 0;
     hid_t ds = ok ? H5Dcreate2(f, "d", t, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)
                   : H5I_INVALID_HID;
-    ok = ds >= 0 && H5Dwrite(ds, H5T_NATIVE_INT16, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0;
+    ok = ds >= 0 && H5Dwrite(ds, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, v) >= 0;
     if (ds >= 0)
         H5Dclose(ds);
     H5Sclose(sp);
     H5Tclose(t);
     return H5Fclose(f) >= 0 && ok;
+}
+
+/* Rewrites the n bytes of datatype message msg in path with at[0..k) set to
+ * the bytes of val, and expects opening and loading "d" to fail naming the
+ * file, the dataset and want. */
+static void refused_after_patch(struct qp_test_ctx *ctx, const char *path,
+                                const unsigned char *msg, size_t n, size_t at,
+                                const unsigned char *val, size_t k,
+                                const char *want)
+{
+    struct qp_error err = {0};
+    char *bytes;
+    size_t len;
+    REQUIRE_OK(qp_read_file(path, 1 << 20, &bytes, &len, &err), &err);
+    unsigned char *m = memmem(bytes, len, msg, n);
+    REQUIRE(m != NULL);
+    memcpy(m + at, val, k);
+    FILE *fp = fopen(path, "wb");
+    REQUIRE(fp && fwrite(bytes, 1, len, fp) == len && fclose(fp) == 0);
+    free(bytes);
+    struct qp_dump *d;
+    struct qp_tensor *t = NULL;
+    enum qp_status st = qp_dump_open(path, QP_DUMP_AUTO, &d, &err);
+    if (st == QP_OK) {
+        st = qp_dump_load(d, 0, &t, &err);
+        CHECK(t == NULL);
+        qp_dump_close(d);
+    }
+    CHECK(st == QP_E_FORMAT);
+    CHECK_CONTAINS(err.msg, "bits.h5");
+    CHECK_CONTAINS(err.msg, "dataset 'd'");
+    CHECK_CONTAINS(err.msg, want);
 }
 
 QP_TEST(hdf5_number_type_with_bits_outside_its_bytes_is_refused)
@@ -305,7 +339,7 @@ QP_TEST(hdf5_number_type_with_bits_outside_its_bytes_is_refused)
     struct qp_error err = {0};
     char *path = qp_test_path(ctx, "bits.h5");
     const int16_t v[6] = {-2048, -1, 0, 1, 1000, 2047};
-    REQUIRE(write_int16(path, 12, v));
+    REQUIRE(write_six(path, H5T_STD_I16LE, 12, H5T_NATIVE_INT16, v));
     struct qp_dump *d;
     struct qp_tensor *t = NULL;
     REQUIRE_OK(qp_dump_open(path, QP_DUMP_AUTO, &d, &err), &err);
@@ -317,28 +351,23 @@ QP_TEST(hdf5_number_type_with_bits_outside_its_bytes_is_refused)
 
     /* the fixed-point datatype message (version 1, signed, 2 bytes, offset
      * 0, precision 16) with offset and precision set to 65535 */
-    REQUIRE(write_int16(path, 16, v));
-    char *bytes;
-    size_t len;
-    REQUIRE_OK(qp_read_file(path, 1 << 20, &bytes, &len, &err), &err);
-    static const unsigned char msg[12] = {0x10, 0x08, 0, 0, 2, 0, 0, 0, 0, 0, 16, 0};
-    unsigned char *m = memmem(bytes, len, msg, sizeof msg);
-    REQUIRE(m != NULL);
-    memset(m + 8, 0xff, 4);
-    FILE *fp = fopen(path, "wb");
-    REQUIRE(fp && fwrite(bytes, 1, len, fp) == len && fclose(fp) == 0);
-    free(bytes);
-    enum qp_status st = qp_dump_open(path, QP_DUMP_AUTO, &d, &err);
-    if (st == QP_OK) {
-        t = NULL;
-        st = qp_dump_load(d, 0, &t, &err);
-        CHECK(t == NULL);
-        qp_dump_close(d);
-    }
-    CHECK(st == QP_E_FORMAT);
-    CHECK_CONTAINS(err.msg, "bits.h5");
-    CHECK_CONTAINS(err.msg, "dataset 'd'");
-    CHECK_CONTAINS(err.msg, "2-byte integer type places bits outside its "
-                            "bytes (precision 65535, offset 65535)");
+    REQUIRE(write_six(path, H5T_STD_I16LE, 16, H5T_NATIVE_INT16, v));
+    static const unsigned char imsg[12] = {0x10, 0x08, 0, 0, 2, 0, 0, 0, 0, 0, 16, 0};
+    static const unsigned char ff[4] = {0xff, 0xff, 0xff, 0xff};
+    refused_after_patch(ctx, path, imsg, sizeof imsg, 8, ff, 4,
+                        "2-byte integer type places bits outside its bytes "
+                        "(precision 65535, offset 65535)");
+
+    /* the IEEE float message (little-endian f32: sign bit 31, exponent 8
+     * bits at 23, mantissa 23 bits at 0, bias 127) with its mantissa moved
+     * to bit 48, past the 32 bits */
+    const float fv[6] = {-2, -1, 0, 0.5f, 1, 3};
+    REQUIRE(write_six(path, H5T_IEEE_F32LE, 32, H5T_NATIVE_FLOAT, fv));
+    static const unsigned char fmsg[20] = {0x11, 0x20, 0x1f, 0, 4, 0, 0, 0, 0, 0,
+                                           32, 0, 23, 8, 0, 23, 127, 0, 0, 0};
+    static const unsigned char at48[1] = {48};
+    refused_after_patch(ctx, path, fmsg, sizeof fmsg, 14, at48, 1,
+                        "4-byte float type places bits outside its bytes (sign "
+                        "at bit 31, exponent 8 bits at 23, mantissa 23 bits at 48)");
     free(path);
 }
