@@ -249,35 +249,36 @@ static bool is_h5py_bool(hid_t t)
     return true;
 }
 
-/* The bits of a number type: its precision at its offset and, for a
- * float, the exponent and mantissa fields. */
+/* The exponent and mantissa widths of a float type (0 for an integer). */
 struct h5_bits {
-    size_t prec, off, epos, esize, mpos, msize;
+    size_t esize, msize;
 };
 
 /* Whether number type t of class c (integer or float) and size bytes
- * keeps its bits inside its bytes; b gets them, why (n bytes) which lie
- * outside when they do not. Such a type (precision 65535 at offset 65535
- * in 2 bytes, say) is malformed: libhdf5 opens it and then converts it
- * bit by bit, seconds for a few kilobytes of file. A type of fewer bits
- * than bytes (n-bit data) is fine. */
+ * keeps its bits inside its bytes; b gets the float's field widths, why
+ * (n bytes) which bits lie outside when they do not. Such a type
+ * (precision 65535 at offset 65535 in 2 bytes, say) is malformed:
+ * libhdf5 opens it and then converts it bit by bit, seconds for a few
+ * kilobytes of file. A type of fewer bits than bytes (n-bit data) is
+ * fine. */
 static bool bits_fit(hid_t t, H5T_class_t c, size_t size, struct h5_bits *b,
                      char *why, size_t n)
 {
-    size_t spos, bits = 8 * size;
+    size_t prec = H5Tget_precision(t), bits = 8 * size;
+    size_t spos = 0, epos = 0, mpos = 0; /* printed even if H5Tget_fields fails */
     int off = H5Tget_offset(t);
-    *b = (struct h5_bits){.prec = H5Tget_precision(t), .off = off < 0 ? 0 : (size_t)off};
-    if (!b->prec || b->prec > bits || off < 0 || b->off > bits - b->prec) {
-        snprintf(why, n, "precision %zu, offset %d", b->prec, off);
+    *b = (struct h5_bits){0};
+    if (!prec || prec > bits || off < 0 || (size_t)off > bits - prec) {
+        snprintf(why, n, "precision %zu, offset %d", prec, off);
         return false;
     }
     if (c != H5T_FLOAT)
         return true;
-    if (H5Tget_fields(t, &spos, &b->epos, &b->esize, &b->mpos, &b->msize) < 0 ||
-        spos >= bits || b->esize > bits || b->epos > bits - b->esize ||
-        b->msize > bits || b->mpos > bits - b->msize) {
+    if (H5Tget_fields(t, &spos, &epos, &b->esize, &mpos, &b->msize) < 0 ||
+        spos >= bits || b->esize > bits || epos > bits - b->esize ||
+        b->msize > bits || mpos > bits - b->msize) {
         snprintf(why, n, "sign at bit %zu, exponent %zu bits at %zu, mantissa "
-                 "%zu bits at %zu", spos, b->esize, b->epos, b->msize, b->mpos);
+                 "%zu bits at %zu", spos, b->esize, epos, b->msize, mpos);
         return false;
     }
     return true;
